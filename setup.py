@@ -1,0 +1,5 @@
+"""pip packaging of the client library `sequence_ai` (metadata in setup.cfg)."""
+
+from setuptools import setup
+
+setup()
