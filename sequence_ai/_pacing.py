@@ -1,0 +1,58 @@
+"""The tick source of the control loop (WIRE.md §7.9).
+
+The loop calls `pacer.wait(period_s, interrupted)` once after each executed action. The default
+`MonotonicPacer` keeps an absolute schedule on the monotonic clock; a ROS node passes its own
+pacer that blocks until the next timer tick, so the robot has exactly one clock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+try:
+    from typing import Protocol
+except ImportError:  # pragma: no cover - Python < 3.8
+    Protocol = object  # type: ignore[assignment,misc]
+
+__all__ = ["POLL_S", "MonotonicPacer", "Pacer"]
+
+# Longest a pacer may sleep without looking at the interrupt flag.
+POLL_S = 0.02
+
+
+class Pacer(Protocol):
+    """Blocks until the next action is due. Must return within ~20 ms of `interrupted()` turning
+    true. A pacer driven by an external clock may ignore `period_s`. An optional `reset()` method,
+    if present, is called at the start of every run to drop the previous run's schedule."""
+
+    def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None: ...
+
+
+class MonotonicPacer:
+    """Absolute schedule: action k is due at anchor + k·period. When the loop falls more than one
+    period behind (a stall, a slow act()), the schedule re-anchors at now instead of bursting
+    actions to catch up. Sleeps in slices of at most POLL_S; never busy-waits."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._clock = clock
+        self._sleep = sleep
+        self._next_due: Optional[float] = None
+        self.reanchors = 0
+
+    def reset(self) -> None:
+        self._next_due = None
+
+    def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
+        now = self._clock()
+        if self._next_due is None or now - self._next_due > period_s:
+            if self._next_due is not None:
+                self.reanchors += 1
+            self._next_due = now
+        self._next_due += period_s
+        while not interrupted():
+            remaining = self._next_due - self._clock()
+            if remaining <= 0:
+                return
+            self._sleep(min(remaining, POLL_S))

@@ -1,0 +1,72 @@
+"""MonotonicPacer: absolute schedule, re-anchoring when late, prompt on interrupt, no busy-wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from sequence_ai._pacing import POLL_S, MonotonicPacer, Pacer
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_monotonic_pacer_satisfies_the_pacer_protocol():
+    pacer: Pacer = MonotonicPacer()
+    assert callable(pacer.wait)
+
+
+def test_pacer_keeps_an_absolute_schedule_despite_act_time():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.1) < 1e-9
+    clock.now += 0.03  # act() took 30 ms: the next wait absorbs it
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.2) < 1e-9
+
+
+def test_pacer_reanchors_instead_of_bursting_when_more_than_one_period_late():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.1, lambda: False)
+    clock.now += 0.5  # a stall of five periods
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.7) < 1e-9  # one full period after the late action, not zero
+    assert pacer.reanchors == 1
+
+
+def test_pacer_sleeps_in_slices_no_longer_than_the_poll_interval():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.2, lambda: False)
+    assert clock.sleeps and max(clock.sleeps) <= POLL_S + 1e-12
+
+
+def test_pacer_returns_within_a_poll_interval_of_an_interrupt():
+    flag = threading.Event()
+    pacer = MonotonicPacer()
+    threading.Timer(0.05, flag.set).start()
+    started = time.monotonic()
+    pacer.wait(5.0, flag.is_set)
+    assert time.monotonic() - started < 0.05 + 0.1
+
+
+def test_pacer_reset_drops_the_previous_schedule():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.1, lambda: False)
+    pacer.reset()
+    clock.now += 0.05
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.25) < 1e-9
