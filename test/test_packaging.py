@@ -1,0 +1,51 @@
+"""`pip install .` gives a client whose only runtime dependency is httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# httpx and what httpx itself pulls in; nothing else may arrive with a base install.
+HTTPX_CLOSURE = {"httpx", "httpcore", "h11", "anyio", "idna", "certifi", "sniffio", "typing-extensions", "exceptiongroup"}
+
+
+@pytest.mark.slow
+def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
+    env_dir = tmp_path / "clean"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    environment = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}}
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(ROOT)],
+        check=True, env=environment, cwd=tmp_path, timeout=600,
+    )
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
+    )
+    installed = {p["name"].lower().replace("_", "-") for p in json.loads(listed.stdout)}
+    extra = installed - HTTPX_CLOSURE - {"sequence-ai", "pip", "setuptools", "wheel"}
+    assert "sequence-ai" in installed and "httpx" in installed
+    assert not extra, f"base install pulled in more than httpx: {sorted(extra)}"
+
+    probe = subprocess.run(
+        [str(python), "-c", "import sequence_ai, sys; print(sequence_ai.__version__); "
+         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'PIL', 'numpy', 'rclpy', 'fastapi'}))"],
+        check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
+    )
+    version, heavy = probe.stdout.splitlines()
+    assert version == subprocess.run(
+        [sys.executable, "-c", "import runpy; print(runpy.run_path('sequence_ai/_version.py')['__version__'])"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    assert heavy == "[]", "importing the client must not import image, ROS or server packages"
+    for script in ("sequence-ai", "seqai"):
+        assert (env_dir / "bin" / script).exists(), f"console script {script} missing"
