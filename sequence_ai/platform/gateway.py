@@ -1,0 +1,158 @@
+"""The gateway: plain HTTP on loopback. Catalogue, account, readiness, admission (connect),
+telemetry ingest and the one-shot endpoints (WIRE §4), plus the admin API (admin.py).
+
+Every route except /v1/models and /v1/health needs `Authorization: Bearer <key in the keystore>`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import secrets
+from typing import Annotated, Any, Dict, List, Optional
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
+
+from . import catalogue, injected, oneshots
+from .admin import build_admin_router
+from .asgi import BearerCheck, BodyLimit, RouteStats
+from .state import PlatformState
+
+GATEWAY_BODY_LIMIT = 16 * 1024 * 1024  # perceive takes up to 64 images
+PUBLIC_PATHS = frozenset({"/v1/models", "/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+ENDPOINTS = ("act", "chat", "perceive", "decide")
+
+
+class ConnectRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # later clients add keys (WIRE §14); ignore them
+    model: Annotated[str, Field(min_length=1, max_length=256)]
+    session: Optional[Annotated[str, Field(max_length=128)]] = None
+    embodiment: Optional[Annotated[str, Field(max_length=128)]] = None
+
+
+class ActReports(BaseModel):
+    reports: Annotated[List[Dict[str, Any]], Field(max_length=1024)]
+
+
+def _not_found(name: str, endpoint: Optional[str] = None) -> JSONResponse:
+    known = ", ".join(r["id"].rsplit("/", 1)[-1] for r in catalogue.ROWS if endpoint in (None, r["endpoint"]))
+    return JSONResponse({"detail": f"model {name!r} is not in the catalogue; known: {known}"}, status_code=404)
+
+
+def _act_row(name: str) -> Any:
+    row = catalogue.find(name)
+    if row is None:
+        return _not_found(name, "act")
+    if row["endpoint"] != "act":
+        return JSONResponse({"detail": f"model {row['id']!r} is a {row['endpoint']} model, not an act model"},
+                            status_code=400)
+    return row
+
+
+def _warming(state: PlatformState) -> JSONResponse:
+    left = max(1, math.ceil(state.warming_left_s()))
+    return JSONResponse(state.warming_body(), status_code=503, headers={"Retry-After": str(left)})
+
+
+def build_gateway_app(state: PlatformState) -> Any:
+    app = FastAPI(title="Sequences local gateway", version="1",
+                  description="Loopback stand-in for the Sequences gateway (see docs/PLATFORM.md).")
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.get("/v1/health", summary="Liveness (no key)")
+    async def health() -> Dict[str, Any]:
+        return {"ok": True, "backend": "local", "auth": "keystore"}
+
+    @app.get("/v1/models", summary="The catalogue (no key)")
+    async def models(endpoint: Optional[str] = Query(None, max_length=32)) -> Response:
+        if endpoint not in (None, "", *ENDPOINTS):
+            return JSONResponse({"detail": f"endpoint must be one of {', '.join(ENDPOINTS)}; got {endpoint!r}"},
+                                status_code=400)
+        return JSONResponse({"object": "list", "data": catalogue.rows(endpoint)})
+
+    @app.get("/v1/account", summary="Balance, usage and limits of the key's account")
+    async def account() -> Dict[str, Any]:
+        return {"balance": {"balance": 100.0, "currency": "USD"},
+                "usage": {"policies": 0, "benchmarks": 0},
+                "limits": {"max_gpus_per_user": 2, "daily_spend_cap_per_user_usd": 50}}
+
+    @app.get("/v1/act/ready", summary="Is the model's worker warm? (not billed)")
+    async def ready(model: str = Query(..., min_length=1, max_length=256)) -> Response:
+        await injected.delay(state.faults, "ready")
+        refused = injected.refusal(state.faults, "ready")
+        if refused is not None:
+            return refused
+        row = _act_row(model)
+        if isinstance(row, Response):
+            return row
+        if state.warming_left_s() > 0:
+            cold = state.cold_start
+            assert cold is not None
+            if cold.ready_status == 503:
+                return _warming(state)
+            return JSONResponse({"ready": False, "eta_s": cold.eta_s, "status": "starting", "model": row["id"],
+                                 "detail": "worker is loading the model"})
+        return JSONResponse({"ready": True, "eta_s": None, "status": "running", "model": row["id"]})
+
+    @app.post("/v1/act/connect", summary="Admission: where the worker is, its pin, its secret, a lease")
+    async def connect(body: ConnectRequest) -> Response:
+        await injected.delay(state.faults, "connect")
+        refused = injected.refusal(state.faults, "connect")
+        if refused is not None:
+            return refused
+        row = _act_row(body.model)
+        if isinstance(row, Response):
+            return row
+        if state.warming_left_s() > 0:
+            return _warming(state)
+        worker = state.worker
+        if worker is None:
+            return JSONResponse({"detail": "no worker is running"}, status_code=503)
+        fingerprint = worker.fingerprint
+        if state.faults.take("bad_fingerprint", "connect") is not None:
+            fingerprint = secrets.token_hex(32)  # a well-formed pin of some other certificate
+        ttl = float(state.lease_ttl_s)
+        expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ttl)
+        cameras = _cameras(row)
+        answer = {
+            "worker_url": worker.url,
+            "cert_fingerprint": fingerprint,
+            "direct_secret": worker.secret,
+            "lease": {"ttl_s": ttl, "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"), "epoch": worker.epoch},
+            "warming": False,
+            "action": {"robot": row["robot"], "action_space": row["action_space"], "action_dim": row["action_dim"],
+                       "control_frequency_hz": row["control_hz"]},
+            "observation": {"cameras": cameras, "proprio": dict(row.get("state_layout") or {})},
+            "embodiment": body.embodiment,
+            "model": row["id"],
+        }
+        return injected.delivery(state.faults, "connect", answer)
+
+    @app.post("/v1/reports/act", summary="Client telemetry ingest")
+    async def reports(body: ActReports) -> Dict[str, Any]:
+        state.reports.extend(body.reports)
+        return {"ok": True, "received": len(body.reports)}
+
+    oneshots.add_routes(app, state)
+    app.include_router(build_admin_router(state))
+    guarded = BearerCheck(app, state.keystore.accepts, PUBLIC_PATHS,
+                          "missing or unknown API key: send Authorization: Bearer <key> (SEQUENCES_API_KEY)")
+    return RouteStats(BodyLimit(guarded, GATEWAY_BODY_LIMIT), "gateway", state.count)
+
+
+def _cameras(row: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    resize = row.get("client_resize") or {}
+    if "size" in resize:
+        w, h = resize["size"]
+        geometry: Dict[str, Any] = {"width": w, "height": h}
+    else:
+        geometry = {"shortest_edge": resize.get("shortest_edge")}
+    return {view: dict(geometry) for view in row.get("camera_views") or []}
