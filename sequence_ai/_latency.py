@@ -1,0 +1,51 @@
+"""How long a refill takes, so the next request can start in time (WIRE.md §7.7).
+
+An exponential moving average (new = 0.7·old + 0.3·sample, the first sample taken as is) of the
+worker's *service time*: the wall time of the /act call minus one-off costs that will not recur —
+the gateway admission, warm-wait sleeps and reconnect backoff. Those costs are reported separately
+by the worker connection and never enter the average, so a seven-minute cold start does not make
+the loop prefetch on every tick for the next dozen chunks. See docs/CLIENT-LOOP.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+__all__ = ["RefillLatency"]
+
+
+class RefillLatency:
+    """Thread-safe EMA of refill service time, in seconds."""
+
+    def __init__(self, keep: float = 0.7) -> None:
+        self._keep = keep
+        self._estimate: Optional[float] = None
+        self._samples = 0
+        self._lock = threading.Lock()
+
+    @property
+    def estimate_s(self) -> Optional[float]:
+        with self._lock:
+            return self._estimate
+
+    @property
+    def samples(self) -> int:
+        with self._lock:
+            return self._samples
+
+    def record(self, sample_s: float) -> None:
+        if not sample_s >= 0.0:  # also rejects NaN
+            return
+        with self._lock:
+            if self._estimate is None:
+                self._estimate = sample_s
+            else:
+                self._estimate = self._keep * self._estimate + (1.0 - self._keep) * sample_s
+            self._samples += 1
+
+    def lead_s(self, hz: float) -> Optional[float]:
+        """How much buffered motion must remain when the next request starts: 1.25 × estimate
+        plus one control period. None until the first sample."""
+        estimate = self.estimate_s
+        return None if estimate is None else 1.25 * estimate + 1.0 / hz

@@ -1,0 +1,279 @@
+"""The connection to the worker: admission, lease renewal, reconnect-and-replay, busy retry and
+episode remapping (WIRE.md §5, §6).
+
+One `WorkerConnection` per Policy. Its `act()` is one logical request: several HTTP attempts may
+share its request id. A rotated secret (401), an expired lease, a dropped connection or a worker
+that went away are repaired here by reconnecting through the gateway and replaying; a 429 is
+retried with jitter; everything else propagates. A certificate mismatch is never retried.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional
+
+import httpx
+
+from ._admission import Grant, check_expect, parse_grant, renew_after_s
+from ._errors import AuthError, CertPinError, SequencesError, Unavailable
+from ._http import error_from_response, gateway_call
+from ._tls import pinned_client
+
+__all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
+
+MAX_RECONNECTS = 5
+EPISODE_END_TIMEOUT_S = 5.0
+
+
+class Abandoned(SequencesError):
+    """The caller no longer wants this request's answer (interrupt); never reaches user code."""
+
+
+def reconnect_backoff_s(attempt: int) -> float:
+    """0.1, 0.2, 0.4, 0.8, 1.6 s, capped at 2 s (§6.5)."""
+    return min(2.0, 0.1 * 2 ** (attempt - 1))
+
+
+def busy_wait_s(consecutive: int, retry_after_s: Optional[float], jitter: float) -> float:
+    """Jittered exponential wait after the n-th 429 in a row, capped at Retry-After (§6.6).
+    `jitter` is a uniform draw in [0.5, 1.0]."""
+    cap = retry_after_s if retry_after_s and retry_after_s > 0 else 1.0
+    return jitter * min(cap, 0.05 * 2 ** min(consecutive - 1, 10))
+
+
+@dataclass
+class ActTrace:
+    """What one logical act cost, filled in as it goes (read by telemetry and the estimator)."""
+
+    rid: str = ""
+    rtt_s: Optional[float] = None  # last worker attempt that got an answer
+    overhead_s: float = 0.0  # admission, renewal, reconnect backoff: one-off, not service time
+    reconnects: int = 0
+    first_after_connect: bool = False
+    rid_mismatch: bool = False
+
+
+class _Link:
+    """One set of worker coordinates and the pinned client that uses them."""
+
+    def __init__(self, grant: Grant, client: httpx.Client, renew_at: Optional[float]):
+        self.grant = grant
+        self.client = client
+        self.renew_at = renew_at
+        self.served = False
+
+
+class WorkerConnection:
+    def __init__(self, *, gateway: httpx.Client, base_url: str, api_key: str, model: str,
+                 timeout_s: float, embodiment: Optional[str] = None,
+                 expect: Optional[Mapping[str, Any]] = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self._gateway = gateway
+        self._base_url = base_url
+        self._api_key = api_key
+        self.model = model
+        self.session = uuid.uuid4().hex
+        self.embodiment = embodiment
+        self._expect = expect
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._link: Optional[_Link] = None
+        self._episodes: Dict[str, str] = {}  # caller's episode id -> worker-side id
+        self.episode_resets = 0
+        self.contract: Optional[Dict[str, Any]] = None
+        self._closed = False
+
+    # -- admission -------------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._link is not None
+
+    def _admit(self) -> Grant:
+        body: Dict[str, Any] = {"model": self.model, "session": self.session}
+        if self.embodiment:
+            body["embodiment"] = self.embodiment
+        answer = gateway_call("POST", self._base_url, "/v1/act/connect", api_key=self._api_key,
+                              json_body=body, timeout_s=self._timeout_s, client=self._gateway)
+        grant = parse_grant(answer)
+        check_expect(self._expect, grant.action)
+        if grant.embodiment:
+            self.embodiment = grant.embodiment
+        if grant.observation is not None:
+            self.contract = grant.observation
+        return grant
+
+    def _renew_at(self, grant: Grant) -> Optional[float]:
+        after = renew_after_s(grant.ttl_s)
+        return None if after is None else self._clock() + after
+
+    def _install(self, grant: Grant) -> _Link:
+        """Replace the current link with a new one built from `grant` (lock held)."""
+        headers = {"Authorization": f"Bearer {grant.direct_secret}", "Content-Type": "application/json"}
+        client = pinned_client(grant.worker_url, grant.cert_fingerprint, headers=headers, timeout=self._timeout_s)
+        old, self._link = self._link, _Link(grant, client, self._renew_at(grant))
+        if old is not None:
+            old.client.close()
+            self._remap_episodes()
+        return self._link
+
+    def _remap_episodes(self) -> None:
+        if not self._episodes:
+            return
+        self._episodes = {caller: uuid.uuid4().hex for caller in self._episodes}
+        self.episode_resets += 1
+        warnings.warn("the worker changed mid-episode; its per-episode state did not carry over",
+                      UserWarning, stacklevel=4)
+
+    def _current(self, trace: ActTrace) -> _Link:
+        """The link to use now: admit if there is none, renew the lease if it is due (§6.3)."""
+        with self._lock:
+            link = self._link
+            if link is not None and (link.renew_at is None or self._clock() < link.renew_at):
+                return link
+            started = self._clock()
+            try:
+                grant = self._admit()
+                same_epoch = (link is not None and grant.epoch is not None
+                              and grant.epoch == link.grant.epoch)
+                if same_epoch:
+                    link.renew_at = self._renew_at(grant)  # keep the connection and the old secret
+                    return link
+                return self._install(grant)
+            finally:
+                trace.overhead_s += self._clock() - started
+
+    def _reconnect(self, failed: _Link, trace: ActTrace) -> _Link:
+        with self._lock:
+            if self._link is not failed and self._link is not None:
+                return self._link  # another thread already replaced it
+            started = self._clock()
+            try:
+                return self._install(self._admit())
+            finally:
+                trace.overhead_s += self._clock() - started
+
+    # -- the request -----------------------------------------------------------------------
+
+    def worker_episode(self, caller_id: Optional[str]) -> Optional[str]:
+        if caller_id is None:
+            return None
+        with self._lock:
+            return self._episodes.setdefault(caller_id, caller_id)
+
+    def act(self, payload: Dict[str, Any], *, rid: str, episode_id: Optional[str] = None,
+            timeout_s: Optional[float] = None, cancelled: Callable[[], bool] = lambda: False,
+            trace: Optional[ActTrace] = None) -> Any:
+        """POST /act until it answers; returns the parsed JSON body. `timeout_s` (warm-wait
+        attempts) sets both the read timeout and a deadline for the whole call."""
+        trace = trace or ActTrace()
+        trace.rid = rid
+        start = self._clock()
+        deadline = None if timeout_s is None else start + timeout_s
+        busy_deadline = deadline if deadline is not None else start + self._timeout_s
+        read_timeout = self._timeout_s if timeout_s is None else timeout_s
+        failures = 0
+        busy = 0
+        link = self._current(trace)
+        while True:
+            if cancelled():
+                raise Abandoned("request abandoned")
+            body = dict(payload)
+            worker_episode = self.worker_episode(episode_id)
+            if worker_episode is not None:
+                body["episode_id"] = worker_episode
+            if self.embodiment and "embodiment" not in body:
+                body["embodiment"] = self.embodiment
+            trace.first_after_connect = not link.served
+            sent = self._clock()
+            try:
+                response = link.client.post("/act", json=body, headers={"X-Seq-Request-Id": rid},
+                                            timeout=read_timeout)
+            except CertPinError:
+                raise
+            except httpx.HTTPError:
+                failures += 1
+                if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
+                    raise Unavailable(f"worker unreachable after {failures - 1} reconnect attempts", 503) from None
+                self._pause(reconnect_backoff_s(failures), cancelled, trace)
+                link = self._reconnect_or_raise(link, trace)
+                continue
+            trace.rtt_s = self._clock() - sent
+            status = response.status_code
+            if status == 401:
+                failures += 1
+                if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
+                    raise AuthError(f"the worker kept rejecting the direct secret after {failures - 1} reconnects",
+                                    401)
+                link = self._reconnect_or_raise(link, trace)
+                continue
+            if status == 429:
+                busy += 1
+                error = error_from_response(status, response.text, response.headers)
+                wait = busy_wait_s(busy, getattr(error, "retry_after_s", None), random.uniform(0.5, 1.0))
+                if self._clock() + wait > busy_deadline:
+                    raise Unavailable(f"worker was busy on {busy} attempts in a row ({error.message})", 429,
+                                      response.text, retry_after_s=getattr(error, "retry_after_s", None))
+                self._pause(wait, cancelled, trace, overhead=False)
+                continue
+            if status >= 300:
+                raise error_from_response(status, response.text, response.headers)
+            link.served = True
+            echoed = response.headers.get("x-seq-request-id")
+            if echoed is not None and echoed != rid:
+                trace.rid_mismatch = True
+                warnings.warn(f"worker echoed request id {echoed!r} for {rid!r}; correlation is broken",
+                              UserWarning, stacklevel=2)
+            try:
+                return json.loads(response.content)
+            except ValueError:
+                raise SequencesError("malformed /act answer from the worker: not JSON", status) from None
+
+    def _reconnect_or_raise(self, failed: _Link, trace: ActTrace) -> _Link:
+        trace.reconnects += 1
+        try:
+            return self._reconnect(failed, trace)
+        except Unavailable as exc:
+            if exc.warming or exc.status is not None:
+                raise
+            return failed  # gateway unreachable for now: the next attempt counts as another failure
+
+    def _pause(self, seconds: float, cancelled: Callable[[], bool], trace: ActTrace, overhead: bool = True) -> None:
+        end = self._clock() + seconds
+        while True:
+            if cancelled():
+                raise Abandoned("request abandoned")
+            remaining = end - self._clock()
+            if remaining <= 0:
+                break
+            time.sleep(min(remaining, 0.02))
+        if overhead:
+            trace.overhead_s += seconds
+
+    # -- episodes and shutdown -------------------------------------------------------------
+
+    def end_episode(self, caller_id: str) -> None:
+        """POST /act/episode_end for the caller's episode; every error is swallowed."""
+        with self._lock:
+            link = self._link
+            worker_id = self._episodes.pop(caller_id, caller_id)
+        if link is None:
+            return
+        try:
+            link.client.post("/act/episode_end", json={"episode_id": worker_id}, timeout=EPISODE_END_TIMEOUT_S)
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            link, self._link = self._link, None
+            self._closed = True
+        if link is not None:
+            link.client.close()

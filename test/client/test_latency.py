@@ -1,0 +1,39 @@
+"""RefillLatency: the EMA that times prefetch."""
+
+from __future__ import annotations
+
+import math
+
+from sequence_ai._latency import RefillLatency
+
+
+def test_refill_latency_has_no_estimate_before_the_first_sample():
+    estimator = RefillLatency()
+    assert estimator.estimate_s is None and estimator.lead_s(15.0) is None
+
+
+def test_refill_latency_takes_the_first_sample_as_is():
+    estimator = RefillLatency()
+    estimator.record(0.3)
+    assert estimator.estimate_s == 0.3
+
+
+def test_refill_latency_moves_three_tenths_toward_each_new_sample():
+    estimator = RefillLatency()
+    estimator.record(0.2)
+    estimator.record(0.4)
+    assert math.isclose(estimator.estimate_s, 0.7 * 0.2 + 0.3 * 0.4)
+
+
+def test_refill_latency_ignores_negative_and_nan_samples():
+    estimator = RefillLatency()
+    estimator.record(0.1)
+    estimator.record(float("nan"))
+    estimator.record(-1.0)
+    assert estimator.estimate_s == 0.1 and estimator.samples == 1
+
+
+def test_lead_is_one_and_a_quarter_estimates_plus_one_period():
+    estimator = RefillLatency()
+    estimator.record(0.4)
+    assert math.isclose(estimator.lead_s(10.0), 0.6)
