@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from typing import Any, Dict, Optional
 
@@ -12,6 +13,14 @@ from .asgi import DroppedResponse
 from .faults import FaultBoard
 
 BUSY_BODY = {"error": "overloaded"}  # WIRE §3.2 E: no "detail" on purpose
+
+
+class LenientJSONResponse(JSONResponse):
+    """JSON that may carry NaN/Infinity literals: the nan/inf faults must reach the client as
+    such (Python's json, and so httpx, reads them back), where Starlette's renderer would refuse."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, allow_nan=True, separators=(",", ":")).encode("utf-8")
 
 
 async def delay(faults: FaultBoard, route: str) -> float:
@@ -42,7 +51,7 @@ def refusal(faults: FaultBoard, route: str) -> Optional[Response]:
 
 def delivery(faults: FaultBoard, route: str, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None) -> Response:
     """The 200 answer, unless a drop or malformed_json fault spoils it."""
-    response = JSONResponse(body, headers=headers)
+    response = LenientJSONResponse(body, headers=headers)
     if faults.take("drop", route) is not None:
         return DroppedResponse(response.body, headers=headers, media_type="application/json")
     if faults.take("malformed_json", route) is not None:
