@@ -212,7 +212,9 @@ class Policy:
             try:
                 answer = self._worker.act(body, rid=trace.rid, episode_id=episode_id, timeout_s=timeout_s,
                                           cancelled=cancelled, trace=trace)
-                return parse_prediction(answer, rid=trace.rid, model=self.model)
+                prediction = parse_prediction(answer, rid=trace.rid, model=self.model)
+                self._check_width(prediction.action_chunk)
+                return prediction
             except Abandoned:
                 raise
             except SequencesError as exc:
@@ -221,6 +223,16 @@ class Policy:
                 raise
 
         return InFlight(Fetch(call), trace)
+
+    def _check_width(self, chunk: ActionChunk) -> None:
+        """A chunk narrower or wider than the model declares is never played: its columns would
+        land on the wrong joints."""
+        declared = (self._worker.declared_action or {}).get("action_dim")
+        row = self._row_cache or None
+        expected = declared if isinstance(declared, int) else (row.action_dim if row is not None else None)
+        if expected is not None and chunk.action_dim != expected:
+            raise SequencesError(f"the worker sent {chunk.action_dim}-wide actions but {self.model} declares "
+                                 f"action_dim {expected}; refusing to play them")
 
     def _record_served(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None,
                        learn: bool = True) -> None:

@@ -88,6 +88,7 @@ class WorkerConnection:
         self._episodes: Dict[str, str] = {}  # caller's episode id -> worker-side id
         self.episode_resets = 0
         self.contract: Optional[Dict[str, Any]] = None
+        self.declared_action: Optional[Dict[str, Any]] = None
         self._closed = False
 
     # -- admission -------------------------------------------------------------------------
@@ -108,6 +109,7 @@ class WorkerConnection:
             self.embodiment = grant.embodiment
         if grant.observation is not None:
             self.contract = grant.observation
+        self.declared_action = grant.action
         return grant
 
     def _renew_at(self, grant: Grant) -> Optional[float]:
@@ -241,9 +243,9 @@ class WorkerConnection:
         try:
             return self._reconnect(failed, trace)
         except Unavailable as exc:
-            if exc.warming or exc.status is not None:
-                raise
-            return failed  # gateway unreachable for now: the next attempt counts as another failure
+            if exc.warming:
+                raise  # scaled to zero: the warm-wait (before the first action) or the caller decides
+            return failed  # no worker or no gateway for now: the next attempt counts as another failure
 
     def _pause(self, seconds: float, cancelled: Callable[[], bool], trace: ActTrace, overhead: bool = True) -> None:
         end = self._clock() + seconds

@@ -1,0 +1,105 @@
+"""interrupt(): stops within one control period wherever the loop is, holds once, is not raised."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs, wait_until
+
+# One control period, with slack for a noisy 2-core machine.
+BOUND_S = 2 * PERIOD + 0.05
+
+
+def _run_in_thread(policy, robot, **kwargs):
+    box = {}
+
+    def target():
+        try:
+            box["out"] = policy.run(**run_kwargs(robot), **kwargs)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, box
+
+
+def _interrupt_and_time(policy, robot, thread):
+    asked = time.monotonic()
+    policy.interrupt()
+    held = wait_until(lambda: robot.holds > 0, timeout_s=5.0)
+    thread.join(5.0)
+    assert held is not None, "hold never ran"
+    return held - asked
+
+
+def test_interrupt_while_playing_holds_within_one_control_period(platform):
+    robot = Robot()
+    with policy_for(platform) as policy:
+        thread, box = _run_in_thread(policy, robot, max_actions=300)
+        assert wait_until(lambda: len(robot.actions) >= 12, timeout_s=10.0)
+        latency = _interrupt_and_time(policy, robot, thread)
+        acted_after = len(robot.actions)
+        time.sleep(2 * PERIOD)
+        assert len(robot.actions) == acted_after  # nothing acts after the hold
+    out = box["out"]
+    assert out.reason == "interrupted" and out.stopped_early
+    assert robot.holds == 1
+    assert latency <= BOUND_S, f"hold came {latency * 1000:.0f} ms after interrupt()"
+    assert policy.buffered == 0
+
+
+def test_interrupt_during_inflight_fetch_stops_within_one_period(platform):
+    platform.fault("latency", ms=3000)
+    robot = Robot()
+    with policy_for(platform) as policy:
+        thread, box = _run_in_thread(policy, robot, max_actions=50)
+        time.sleep(0.4)  # the first fill is waiting on the worker
+        latency = _interrupt_and_time(policy, robot, thread)
+    assert box["out"].reason == "interrupted" and box["out"].actions == 0
+    assert robot.holds == 1
+    assert latency <= BOUND_S, f"hold came {latency * 1000:.0f} ms after interrupt()"
+
+
+def test_interrupt_during_warming_stops_within_one_period(platform):
+    platform.fault("warming", seconds=30, eta_s=30)
+    robot = Robot()
+    with policy_for(platform, startup_timeout_s=300, on_warming=lambda waited, eta: None) as policy:
+        thread, box = _run_in_thread(policy, robot, max_actions=50)
+        assert wait_until(lambda: policy.progress().warming, timeout_s=5.0)
+        latency = _interrupt_and_time(policy, robot, thread)
+    assert box["out"].reason == "interrupted"
+    assert robot.holds == 1
+    assert latency <= BOUND_S, f"hold came {latency * 1000:.0f} ms after interrupt()"
+
+
+def test_interrupt_during_reconnect_stops_within_one_period(platform):
+    platform.fault("drop")  # every /act answer is cut off: the client keeps reconnecting
+    robot = Robot()
+    with policy_for(platform) as policy:
+        thread, box = _run_in_thread(policy, robot, max_actions=50)
+        assert wait_until(lambda: len(platform.requests()) >= 2, timeout_s=5.0)  # replayed at least once
+        latency = _interrupt_and_time(policy, robot, thread)
+    assert box["out"].reason == "interrupted"
+    assert robot.holds == 1
+    assert latency <= BOUND_S, f"hold came {latency * 1000:.0f} ms after interrupt()"
+
+
+def test_interrupt_flag_is_cleared_at_the_start_of_the_next_run(platform):
+    robot = Robot()
+    with policy_for(platform) as policy:
+        policy.interrupt()  # between runs: must not cancel the next one
+        out = policy.run(**run_kwargs(robot), max_actions=3)
+    assert out.reason == "completed" and robot.holds == 0
+
+
+def test_stale_interrupt_never_aborts_a_later_predict(platform):
+    with policy_for(platform) as policy:
+        policy.interrupt()
+        prediction = policy.predict(observation())
+    assert len(prediction.action_chunk) == 15
