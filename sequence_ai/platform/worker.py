@@ -61,8 +61,9 @@ def _spoil(faults: Any, rows: List[List[float]]) -> tuple:
     if faults.take("inf_actions", "act") is not None:
         rows[len(rows) // 2][1 % dim] = math.inf
     if faults.take("wrong_action_dim", "act") is not None:
+        # Rows one value short while action_dim still says the declared width: a chunk that
+        # breaks both its own header and the catalogue, whichever the client checks.
         rows = [r[:-1] for r in rows]
-        dim -= 1
     return rows, dim
 
 
