@@ -11,11 +11,10 @@ pytestmark = pytest.mark.ros
 
 serialization = pytest.importorskip("rclpy.serialization", reason="rclpy not importable: run through scripts/workspace.sh")
 
-from builtin_interfaces.msg import Time  # noqa: E402
-
-from sequence_ai_ros.action import Act  # noqa: E402
-from sequence_ai_ros.msg import RunOutcome, WarmingStatus  # noqa: E402
-from sequence_ai_ros.srv import SetInstruction  # noqa: E402
+from builtin_interfaces.msg import Time
+from sequence_ai_ros.action import Act
+from sequence_ai_ros.msg import RunOutcome, WarmingStatus
+from sequence_ai_ros.srv import SetInstruction
 
 
 def round_trip(message):
@@ -88,7 +87,7 @@ def test_act_status_constants_are_distinct_and_named():
     names = [n for n in dir(Act.Result) if n.startswith("STATUS_")]
     expected = {
         "STATUS_COMPLETED", "STATUS_UNTIL", "STATUS_TIMEOUT", "STATUS_INTERRUPTED", "STATUS_CANCELED",
-        "STATUS_UNSAFE_ACTION", "STATUS_STALE_INPUT", "STATUS_POLICY_ERROR", "STATUS_SHUTDOWN",
+        "STATUS_UNSAFE_ACTION", "STATUS_STALE_INPUT", "STATUS_POLICY_ERROR", "STATUS_SHUTDOWN", "STATUS_REJECTED",
     }
     assert expected <= set(names)
     values = [getattr(Act.Result, n) for n in expected]

@@ -1,0 +1,181 @@
+"""The arm as the control loop sees it: observe, validate, act, hold.
+
+`ArmLoop` supplies the four callables of `Policy.run()` for the node. Observations come from the
+latest-sample caches (stale or bad input raises, which stops the run and holds); each row is
+converted to a command and safety-checked in `validate` before `act` may publish it; `hold` puts
+one hold command on the topic (position: where the arm is; velocity: zero).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+
+import sequence_ai
+
+from .commands import Command, CommandMapping, CommandPublisher
+from .inputs import BadInput, LatestSample, StaleInput, image_of, read_joints
+from .parameters import NodeConfig
+from .safety import CommandLimits, UnsafeCommand, check_command
+
+__all__ = ["ArmLoop"]
+
+
+class _ChunkOrigin:
+    """The joint state a chunk was computed from, and how many of its rows are still to play."""
+
+    __slots__ = ("q_ref", "rows_left")
+
+    def __init__(self, q_ref: Sequence[float], rows_left: int):
+        self.q_ref = list(q_ref)
+        self.rows_left = rows_left
+
+
+class ArmLoop:
+    def __init__(
+        self,
+        config: NodeConfig,
+        model: sequence_ai.Model,
+        mapping: CommandMapping,
+        publisher: CommandPublisher,
+        joint_states: LatestSample,
+        cameras: Dict[str, LatestSample],
+        period_s: Callable[[], float],
+        log_warning: Callable[[str], None],
+    ):
+        self.config = config
+        self.model = model
+        self.mapping = mapping
+        self.publisher = publisher
+        self.joint_states = joint_states
+        self.cameras = cameras
+        self.period_s = period_s
+        self._warn = log_warning
+        self.limits = CommandLimits(
+            config.joint_names, config.joint_position_min, config.joint_position_max,
+            config.joint_velocity_max, config.max_step_rad,
+        )
+        self._lock = threading.Lock()
+        self.instruction = ""
+        self._origins: Deque[_ChunkOrigin] = collections.deque()
+        self._last_q_observed: Optional[List[float]] = None
+        self._pending: Optional[Command] = None
+        self.last_command: Optional[Command] = None
+        self.unsafe_reason = ""
+        self.holds = 0
+        self.published_this_tick = 0
+
+    # -- per run -------------------------------------------------------------------------------
+    def begin_run(self, instruction: str) -> None:
+        with self._lock:
+            self.instruction = instruction
+            self._origins.clear()
+            self._pending = None
+            self.last_command = None
+            self.unsafe_reason = ""
+            self.holds = 0
+
+    # -- the four callables ---------------------------------------------------------------------
+    def observe(self) -> sequence_ai.Observation:
+        reading = read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint)
+        images = {view: image_of(self.cameras[view]) for view in self.config.camera_views}
+        gripper = None
+        if reading.gripper is not None and self.model.state_layout and self.model.state_layout.get("gripper"):
+            gripper = [self._normalised_gripper(reading.gripper)]
+        observation = sequence_ai.observation(
+            self.model, images=images, joints=list(reading.positions), gripper=gripper,
+            instruction=self.instruction or "",
+        )
+        with self._lock:
+            self._last_q_observed = list(reading.positions)
+        return observation
+
+    def on_chunk(self, chunk: Any) -> None:
+        """A chunk was installed: remember the joint state its rows are relative to."""
+        if not self.mapping.needs_q_ref:
+            return
+        source = getattr(chunk, "observation", None)
+        if source is not None:
+            q_ref = list(source.proprioception.joint_positions)
+        else:
+            with self._lock:
+                q_ref = list(self._last_q_observed or [])
+        rows = len(chunk.executable_rows()) if hasattr(chunk, "executable_rows") else len(chunk)
+        with self._lock:
+            if self.config.lookahead <= 1:
+                self._origins.clear()
+            self._origins.append(_ChunkOrigin(q_ref, rows))
+
+    def validate(self, row: Sequence[float]) -> bool:
+        """Convert and check one row; False (the run stops, nothing published) if unsafe."""
+        reading = read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint)
+        for sample in self.cameras.values():
+            sample.fresh()  # a camera that stopped stops the run, even mid-chunk
+        q_ref = self._take_q_ref() if self.mapping.needs_q_ref else None
+        try:
+            command = self.mapping.command(row, q_ref)
+            previous = self.last_command.joints if (self.last_command and command.interface == "position") else (
+                reading.positions if command.interface == "position" else None)
+            check_command(command.joints, command.interface, self.limits, previous, self.period_s())
+        except (UnsafeCommand, ValueError) as exc:
+            self.unsafe_reason = str(exc)
+            self._warn(f"unsafe action refused, not published: {exc}")
+            self._pending = None
+            return False
+        self._pending = command
+        return True
+
+    def act(self, row: Sequence[float]) -> None:
+        command, self._pending = self._pending, None
+        if command is None:  # validate is always attached by the node; never publish unchecked
+            raise RuntimeError("act() called without a validated command")
+        self.publisher.publish(command, self.period_s())
+        self.last_command = command
+        self.published_this_tick += 1
+
+    def hold(self) -> None:
+        """Publish one hold command: position -> where the arm is, velocity -> zero."""
+        command = self.hold_command()
+        if command is None:
+            self._warn("no joint state has ever been received: nothing to hold")
+            return
+        self.publisher.publish(command, self.period_s())
+        self.holds += 1
+
+    def hold_command(self) -> Optional[Command]:
+        n = len(self.config.joint_names)
+        if self.config.command_interface == "velocity":
+            gripper = self.last_command.gripper if self.last_command else self._measured_gripper()
+            return Command(tuple(0.0 for _ in range(n)), gripper, "velocity")
+        try:
+            reading = read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint)
+            joints = reading.positions
+            gripper = reading.gripper if self.mapping.has_gripper else None
+        except (StaleInput, BadInput):
+            if self.last_command is None:
+                return None
+            joints, gripper = self.last_command.joints, self.last_command.gripper
+        return Command(tuple(joints), gripper, "position")
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _take_q_ref(self) -> Optional[List[float]]:
+        with self._lock:
+            while self._origins and self._origins[0].rows_left <= 0:
+                self._origins.popleft()
+            if not self._origins:
+                return list(self._last_q_observed) if self._last_q_observed else None
+            origin = self._origins[0]
+            origin.rows_left -= 1
+            return origin.q_ref
+
+    def _measured_gripper(self) -> Optional[float]:
+        try:
+            return read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint).gripper
+        except (StaleInput, BadInput):
+            return None
+
+    def _normalised_gripper(self, position: float) -> float:
+        c = self.config
+        value = (position - c.gripper_open_position) / (c.gripper_closed_position - c.gripper_open_position)
+        return min(1.0, max(0.0, value))

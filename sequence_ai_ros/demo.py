@@ -1,0 +1,220 @@
+"""The closed-loop demo: local platform + simulated arm + policy node, driven like a planner would.
+
+    make demo        (or: scripts/workspace.sh demo [--seconds 12] [--out out/])
+
+Starts the local platform, `sim_robot` and `policy_node` as processes, sends an `act` goal,
+changes the instruction mid-run through ~/set_instruction, prints feedback and the final
+RunOutcome, and writes a PNG timeline of the run (commands per joint, chunk arrivals, underruns,
+instruction changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+__all__ = ["main"]
+
+FIRST = "pick up the red cube"
+SECOND = "put the cube on the plate"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=12.0, help="max_seconds of the act goal")
+    parser.add_argument("--switch-after", type=float, default=5.0, help="seconds before the instruction changes")
+    parser.add_argument("--latency-ms", type=float, default=150.0, help="refill latency the local worker injects")
+    parser.add_argument("--out", type=Path, default=Path("out"), help="where the timeline PNG is written")
+    args = parser.parse_args(argv)
+
+    import rclpy
+
+    from sequence_ai.platform.spawn import LocalPlatform
+
+    from .processes import NodeProcess, config_path, ros_environment
+
+    os.environ.update(ros_environment())
+    logs = Path(tempfile.mkdtemp(prefix="sequence-ai-demo-"))
+    print(f"[demo] logs in {logs}")
+    started = time.monotonic()
+    with LocalPlatform("--latency-ms", str(args.latency_ms), "--jitter", "0.2") as platform:
+        print(f"[demo] local platform at {platform.base_url} (worker {platform.worker_url})")
+        env = platform.env()
+        params = [config_path("demo.yaml")]
+        sim = NodeProcess("sim_robot", params_files=params, env=env, log_path=logs / "sim_robot.log")
+        node = NodeProcess("policy_node", params_files=params, env=env, log_path=logs / "policy_node.log")
+        rclpy.init()
+        try:
+            recorder = _Recorder()
+            result = recorder.drive(args, started)
+        finally:
+            rclpy.shutdown()
+            node.stop()
+            sim.stop()
+        if result is None:
+            print("[demo] the run did not finish; node log:\n" + node.output()[-3000:], file=sys.stderr)
+            return 1
+    image = _timeline(recorder, result, args.out)
+    print(f"[demo] timeline written to {image}")
+    print(f"[demo] done in {time.monotonic() - started:.1f}s")
+    return 0 if result.status in (0, 1, 2) else 1
+
+
+class _Recorder:
+    """The planner side of the demo: an rclpy node that sends the goal and records the run."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Float64MultiArray
+
+        from sequence_ai_ros.action import Act
+        from sequence_ai_ros.msg import RunOutcome, WarmingStatus
+        from sequence_ai_ros.srv import SetInstruction
+
+        self.node = rclpy.create_node("demo_planner")
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.commands: List[Tuple[float, List[float]]] = []
+        self.feedback: List[Tuple[float, object]] = []
+        self.switches: List[Tuple[float, str]] = []
+        self.warming: Optional[object] = None
+        self.outcome: Optional[object] = None
+        self.t0 = time.monotonic()
+        self.Act = Act
+        self.node.create_subscription(Float64MultiArray, "/arm_controller/commands",
+                                      lambda m: self.commands.append((self._t(), list(m.data))), 50)
+        self.node.create_subscription(WarmingStatus, "/sequence_ai_policy/warming", self._on_warming, latched)
+        self.node.create_subscription(RunOutcome, "/sequence_ai_policy/run_outcome",
+                                      lambda m: setattr(self, "outcome", m), latched)
+        self.client = ActionClient(self.node, Act, "/sequence_ai_policy/act")
+        self.set_instruction = self.node.create_client(SetInstruction, "/sequence_ai_policy/set_instruction")
+        self.SetInstruction = SetInstruction
+        self._spin = threading.Thread(target=self._spin_forever, daemon=True)
+        self._stop = threading.Event()
+        self._spin.start()
+
+    def _t(self) -> float:
+        return time.monotonic() - self.t0
+
+    def _spin_forever(self) -> None:
+        import rclpy
+
+        while not self._stop.is_set() and rclpy.ok():
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+
+    def _on_warming(self, message) -> None:
+        if self.warming is None or message.ready != getattr(self.warming, "ready", None):
+            eta = "unknown" if math.isnan(message.eta_s) else f"{message.eta_s:.0f}s"
+            print(f"[demo] warming: ready={message.ready} waited={message.waited_s:.1f}s eta={eta} {message.message}")
+        self.warming = message
+
+    def _wait(self, predicate, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def drive(self, args, started: float):
+        try:
+            if not self._wait(lambda: self.warming is not None and self.warming.ready, 60.0):
+                print("[demo] the policy node never reported ready", file=sys.stderr)
+                return None
+            if not self.client.wait_for_server(timeout_sec=10.0):
+                print("[demo] no act action server", file=sys.stderr)
+                return None
+            print(f"[demo] node ready {time.monotonic() - started:.1f}s after start; sending the goal: {FIRST!r}")
+            goal = self.Act.Goal(instruction=FIRST, max_seconds=args.seconds, max_actions=0)
+            self.t0 = time.monotonic()
+            self.commands.clear()
+            sent = self.client.send_goal_async(goal, feedback_callback=self._on_feedback)
+            if not self._wait(sent.done, 10.0) or not sent.result().accepted:
+                print("[demo] goal not accepted", file=sys.stderr)
+                return None
+            result_future = sent.result().get_result_async()
+            switched = False
+            while not result_future.done():
+                if not switched and self._t() >= args.switch_after:
+                    request = self.SetInstruction.Request(instruction=SECOND)
+                    reply = self.set_instruction.call_async(request)
+                    self._wait(reply.done, 5.0)
+                    self.switches.append((self._t(), SECOND))
+                    print(f"[demo] t={self._t():5.2f}s set_instruction -> {SECOND!r} "
+                          f"(accepted={reply.result().accepted if reply.done() else '?'})")
+                    switched = True
+                time.sleep(0.05)
+            result = result_future.result().result
+            print(f"[demo] result: status={result.status} {result.message}")
+            self._wait(lambda: self.outcome is not None, 3.0)
+            o = result.outcome
+            print(f"[demo] RunOutcome: reason={o.reason} actions={o.actions} chunks={o.chunks} "
+                  f"elapsed={o.elapsed_s:.2f}s underruns={o.underruns} ({o.underrun_s:.2f}s) "
+                  f"swaps={o.instruction_swaps} max_lag={o.max_instruction_lag_s:.2f}s held={o.held} "
+                  f"final_instruction={o.final_instruction!r}")
+            return result
+        finally:
+            self._stop.set()
+            self._spin.join(2.0)
+
+    def _on_feedback(self, message) -> None:
+        f = message.feedback
+        self.feedback.append((self._t(), f))
+        if len(self.feedback) % 4 == 1:
+            print(f"[demo] t={self._t():5.2f}s actions={f.actions:4d} chunks={f.chunks:3d} buffered={f.buffered:2d} "
+                  f"underruns={f.underruns} instruction={f.instruction!r}")
+
+
+def _timeline(recorder: _Recorder, result, out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "demo-timeline.png"
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    if recorder.commands:
+        times = [t for t, _ in recorder.commands]
+        width = min(len(v) for _, v in recorder.commands)
+        for j in range(width):
+            label = f"joint {j + 1}" if j < 7 else "gripper"
+            ax.plot(times, [v[j] for _, v in recorder.commands], lw=1.2, label=label)
+    for t, text in recorder.switches:
+        for axis in (ax, bx):
+            axis.axvline(t, color="crimson", ls="--", lw=1.5)
+        ax.annotate(f"set_instruction: {text}", (t, ax.get_ylim()[1]), fontsize=8, color="crimson",
+                    xytext=(4, -12), textcoords="offset points")
+    # Chunk arrivals, from the feedback's chunk counter; underruns likewise.
+    last_chunks, last_underruns = 0, 0
+    for t, f in recorder.feedback:
+        if f.chunks > last_chunks:
+            bx.plot([t], [1], "o", color="tab:blue", ms=5)
+            last_chunks = f.chunks
+        if f.underruns > last_underruns:
+            bx.plot([t], [0], "x", color="tab:red", ms=8)
+            last_underruns = f.underruns
+    bx.set_yticks([0, 1], ["underrun", "chunk"])
+    bx.set_ylim(-0.5, 1.5)
+    bx.set_xlabel("seconds since the goal was sent")
+    ax.set_ylabel("command (rad; gripper m)")
+    o = result.outcome
+    ax.set_title(f"sequence_ai_policy demo: {o.actions} actions, {o.chunks} chunks, {o.underruns} underruns, "
+                 f"reason {o.reason}")
+    ax.legend(loc="upper right", fontsize=7, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())

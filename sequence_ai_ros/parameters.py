@@ -1,0 +1,185 @@
+"""The node's parameters: declared with descriptors, read once into a `NodeConfig`.
+
+Every parameter is documented in config/policy.yaml. Structural ones (model, topics, joint
+layout, command type) are read-only: changing them needs a restart, not a live edit. The API key
+is never a parameter: it comes from $SEQUENCES_API_KEY only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+FRANKA_JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
+FRANKA_Q_MIN = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
+FRANKA_Q_MAX = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
+FRANKA_DQ_MAX = [2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61]
+
+COMMAND_TYPES = ("float64_multi_array", "joint_trajectory")
+COMMAND_INTERFACES = ("position", "velocity")
+BUSY_POLICIES = ("reject", "preempt")
+
+
+class ConfigError(ValueError):
+    """A parameter value the node cannot run with; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    model: str
+    camera_views: Tuple[str, ...]
+    camera_topics: Tuple[str, ...]
+    camera_compressed: Tuple[bool, ...]
+    joint_states_topic: str
+    joint_names: Tuple[str, ...]
+    gripper_joint: str
+    gripper_open_position: float
+    gripper_closed_position: float
+    command_topic: str
+    command_type: str
+    command_interface: str
+    command_includes_gripper: bool
+    joint_position_min: Tuple[float, ...]
+    joint_position_max: Tuple[float, ...]
+    joint_velocity_max: Tuple[float, ...]
+    max_step_rad: float
+    max_image_age_s: float
+    max_joint_state_age_s: float
+    prefetch: bool
+    lookahead: int
+    smooth_seam: int
+    startup_timeout_s: float
+    request_timeout_s: float
+    dry_run: bool
+    busy_policy: str
+    until_topic: str
+    feedback_period_s: float
+    diagnostics_period_s: float
+
+
+def _descriptor(description: str, *, read_only: bool = False, floats: Optional[Tuple[float, float]] = None,
+                ints: Optional[Tuple[int, int]] = None) -> ParameterDescriptor:
+    descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    if floats is not None:
+        descriptor.floating_point_range = [FloatingPointRange(from_value=floats[0], to_value=floats[1], step=0.0)]
+    if ints is not None:
+        descriptor.integer_range = [IntegerRange(from_value=ints[0], to_value=ints[1], step=1)]
+    return descriptor
+
+
+# name -> (default, descriptor kwargs). Defaults describe a DROID Franka on ros2_control.
+PARAMETERS = {
+    "model": ("pi05-droid", dict(description="Catalogue id of the policy (sequence-ai models lists them)", read_only=True)),
+    "camera_views": (["exterior_1", "wrist_left"], dict(description="Model view names, in the order of camera_topics; every view the model declares must be here", read_only=True)),
+    "camera_topics": (["/cameras/exterior_1/image_raw", "/cameras/wrist_left/image_raw"], dict(description="One image topic per entry of camera_views", read_only=True)),
+    "camera_compressed": ([False, False], dict(description="Per camera: true = sensor_msgs/CompressedImage, false = sensor_msgs/Image", read_only=True)),
+    "joint_states_topic": ("/joint_states", dict(description="sensor_msgs/JointState topic of the arm", read_only=True)),
+    "joint_names": (list(FRANKA_JOINTS), dict(description="Arm joints in the model's order (7 for DROID)", read_only=True)),
+    "gripper_joint": ("fr3_finger_joint1", dict(description="Joint whose position is the gripper opening", read_only=True)),
+    "gripper_open_position": (0.04, dict(description="gripper_joint position when fully open (model gripper 0)", read_only=True)),
+    "gripper_closed_position": (0.0, dict(description="gripper_joint position when fully closed (model gripper 1)", read_only=True)),
+    "command_topic": ("/arm_controller/commands", dict(description="Where joint commands are published (RELIABLE)", read_only=True)),
+    "command_type": ("float64_multi_array", dict(description="float64_multi_array (forward/group controller) or joint_trajectory (JTC)", read_only=True)),
+    "command_interface": ("position", dict(description="The controller's interface: position or velocity", read_only=True)),
+    "command_includes_gripper": (True, dict(description="Append the gripper command (in gripper_joint units) to every command", read_only=True)),
+    "joint_position_min": (list(FRANKA_Q_MIN), dict(description="Lower joint limits, rad; commands outside stop the run", read_only=True)),
+    "joint_position_max": (list(FRANKA_Q_MAX), dict(description="Upper joint limits, rad", read_only=True)),
+    "joint_velocity_max": (list(FRANKA_DQ_MAX), dict(description="Joint speed limits, rad/s (velocity commands and position steps)", read_only=True)),
+    "max_step_rad": (0.2, dict(description="Largest change of a position target between two control periods, rad", floats=(0.0, 3.2))),
+    "max_image_age_s": (0.5, dict(description="A camera frame older than this stops the run", floats=(0.01, 60.0))),
+    "max_joint_state_age_s": (0.25, dict(description="Joint states older than this stop the run", floats=(0.005, 60.0))),
+    "prefetch": (True, dict(description="Request the next chunk while the current one plays")),
+    "lookahead": (1, dict(description="Chunks held in the buffer (1 = a new chunk replaces the buffer)", ints=(1, 8))),
+    "smooth_seam": (0, dict(description="Blend the first N steps of each new chunk (absolute action spaces only)", ints=(0, 64))),
+    "startup_timeout_s": (1800.0, dict(description="How long to wait for a cold worker before the first action, s", floats=(0.0, 7200.0))),
+    "request_timeout_s": (30.0, dict(description="Timeout of one steady-state request, s", floats=(0.5, 600.0))),
+    "dry_run": (False, dict(description="Compute and log every command but publish nothing", read_only=True)),
+    "busy_policy": ("reject", dict(description="A goal arriving while one runs: reject (default) or preempt the running one")),
+    "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until", read_only=True)),
+    "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
+    "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
+}
+
+
+def declare(node: Node) -> None:
+    for name, (default, kwargs) in PARAMETERS.items():
+        node.declare_parameter(name, default, _descriptor(**kwargs))
+
+
+def _value(node: Node, name: str) -> Any:
+    parameter = node.get_parameter(name)
+    if parameter.type_ == Parameter.Type.NOT_SET:
+        raise ConfigError(f"parameter {name} is not set")
+    return parameter.value
+
+
+def _floats(node: Node, name: str, length: int) -> Tuple[float, ...]:
+    values = [float(v) for v in _value(node, name)]
+    if len(values) != length:
+        raise ConfigError(f"parameter {name} has {len(values)} values; joint_names has {length}")
+    return tuple(values)
+
+
+def _choice(node: Node, name: str, choices: Tuple[str, ...]) -> str:
+    value = str(_value(node, name))
+    if value not in choices:
+        raise ConfigError(f"parameter {name} is {value!r}; expected one of {', '.join(choices)}")
+    return value
+
+
+def read(node: Node) -> NodeConfig:
+    """The parameters as a NodeConfig, or ConfigError naming the first bad one."""
+    views: List[str] = list(_value(node, "camera_views"))
+    topics: List[str] = list(_value(node, "camera_topics"))
+    compressed: List[bool] = [bool(v) for v in _value(node, "camera_compressed")]
+    if len(topics) != len(views) or len(compressed) != len(views):
+        raise ConfigError(
+            f"camera_views ({len(views)}), camera_topics ({len(topics)}) and camera_compressed "
+            f"({len(compressed)}) must have one entry per camera"
+        )
+    joints = tuple(str(j) for j in _value(node, "joint_names"))
+    if not joints:
+        raise ConfigError("parameter joint_names is empty")
+    q_min = _floats(node, "joint_position_min", len(joints))
+    q_max = _floats(node, "joint_position_max", len(joints))
+    if any(lo >= hi for lo, hi in zip(q_min, q_max)):
+        raise ConfigError("joint_position_min must be below joint_position_max for every joint")
+    open_pos = float(_value(node, "gripper_open_position"))
+    closed_pos = float(_value(node, "gripper_closed_position"))
+    if open_pos == closed_pos:
+        raise ConfigError("gripper_open_position and gripper_closed_position must differ")
+    return NodeConfig(
+        model=str(_value(node, "model")),
+        camera_views=tuple(views),
+        camera_topics=tuple(topics),
+        camera_compressed=tuple(compressed),
+        joint_states_topic=str(_value(node, "joint_states_topic")),
+        joint_names=joints,
+        gripper_joint=str(_value(node, "gripper_joint")),
+        gripper_open_position=open_pos,
+        gripper_closed_position=closed_pos,
+        command_topic=str(_value(node, "command_topic")),
+        command_type=_choice(node, "command_type", COMMAND_TYPES),
+        command_interface=_choice(node, "command_interface", COMMAND_INTERFACES),
+        command_includes_gripper=bool(_value(node, "command_includes_gripper")),
+        joint_position_min=q_min,
+        joint_position_max=q_max,
+        joint_velocity_max=_floats(node, "joint_velocity_max", len(joints)),
+        max_step_rad=float(_value(node, "max_step_rad")),
+        max_image_age_s=float(_value(node, "max_image_age_s")),
+        max_joint_state_age_s=float(_value(node, "max_joint_state_age_s")),
+        prefetch=bool(_value(node, "prefetch")),
+        lookahead=int(_value(node, "lookahead")),
+        smooth_seam=int(_value(node, "smooth_seam")),
+        startup_timeout_s=float(_value(node, "startup_timeout_s")),
+        request_timeout_s=float(_value(node, "request_timeout_s")),
+        dry_run=bool(_value(node, "dry_run")),
+        busy_policy=_choice(node, "busy_policy", BUSY_POLICIES),
+        until_topic=str(_value(node, "until_topic")),
+        feedback_period_s=float(_value(node, "feedback_period_s")),
+        diagnostics_period_s=float(_value(node, "diagnostics_period_s")),
+    )

@@ -1,0 +1,44 @@
+"""The ROS timer as the control loop's only clock.
+
+A ROS timer at the model's control frequency calls `tick()`; the client's control loop, running on
+the goal's thread, calls `wait()` after each action and blocks until the next tick. Pacing thus
+follows the node's clock (sim time included) and there is no second schedule. Missed ticks are
+dropped, never replayed as a burst.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+__all__ = ["TimerTicks"]
+
+# Longest wait without looking at the interrupt flag.
+_POLL_S = 0.02
+
+
+class TimerTicks:
+    """Implements sequence_ai's Pacer protocol from timer callbacks."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._ticks = 0
+        self._seen = 0
+        self.waits = 0
+
+    def tick(self) -> None:
+        with self._cond:
+            self._ticks += 1
+            self._cond.notify_all()
+
+    def reset(self) -> None:
+        """Start of a run: only ticks from now on count."""
+        with self._cond:
+            self._seen = self._ticks
+
+    def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
+        with self._cond:
+            self.waits += 1
+            while self._ticks <= self._seen and not interrupted():
+                self._cond.wait(_POLL_S)
+            self._seen = self._ticks

@@ -1,0 +1,194 @@
+"""Helpers of the ROS suites: the node under test in its own process, and a test-side arm.
+
+`ArmDouble` plays the robot from inside the test process over real topics: it publishes joint
+states and camera images (so a test can make one go stale), follows position commands like a
+controller would, and records every command with its arrival time. `planner` is an rclpy node
+with the action client and the service clients a planner would use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
+from sequence_ai_ros.action import Act
+from sequence_ai_ros.msg import RunOutcome, WarmingStatus
+from sequence_ai_ros.srv import SetInstruction
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+
+from sequence_ai_ros.processes import NodeProcess
+
+HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
+JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+_namespaces = itertools.count(1)
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return bool(predicate())
+
+
+class ArmDouble:
+    """The robot side, in the test process, under namespace `ns`."""
+
+    def __init__(self, node, ns: str, views=("exterior_1", "wrist_left"), size=(640, 360)):
+        self.node = node
+        self.ns = ns
+        self.q = np.array(HOME)
+        self.gripper = 0.04
+        self.commands: List[Tuple[float, List[float]]] = []
+        self._lock = threading.Lock()
+        self.silent_views: set = set()
+        self.joint_states_on = True
+        width, height = size
+        frame = np.zeros((height, width, 3), dtype=np.uint8)
+        frame[:, :] = (180, 190, 200)
+        frame[height // 2:, :] = (110, 90, 70)
+        frame[height // 3: height // 2, width // 2: width // 2 + 60] = (220, 20, 20)
+        self._image = frame.tobytes()
+        self._size = size
+        self.joint_pub = node.create_publisher(JointState, f"{ns}/joint_states", qos_profile_sensor_data)
+        self.image_pubs = {v: node.create_publisher(Image, f"{ns}/cameras/{v}/image_raw", qos_profile_sensor_data)
+                           for v in views}
+        reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        node.create_subscription(Float64MultiArray, f"{ns}/arm_controller/commands", self._on_command, reliable)
+        node.create_timer(0.01, self._publish_joints)
+        node.create_timer(1 / 15, self._publish_images)
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        values = list(msg.data)
+        with self._lock:
+            self.commands.append((time.monotonic(), values))
+            if len(values) >= 7 and all(math.isfinite(v) for v in values[:7]):
+                self.q = np.array(values[:7])  # a stiff position controller
+
+    def _publish_joints(self) -> None:
+        if not self.joint_states_on:
+            return
+        with self._lock:
+            positions = [*self.q.tolist(), self.gripper]
+        self.joint_pub.publish(JointState(name=[*JOINTS, "fr3_finger_joint1"], position=positions))
+
+    def _publish_images(self) -> None:
+        width, height = self._size
+        for view, pub in self.image_pubs.items():
+            if view in self.silent_views:
+                continue
+            pub.publish(Image(height=height, width=width, encoding="rgb8", step=width * 3, data=self._image))
+
+    def command_log(self) -> List[Tuple[float, List[float]]]:
+        with self._lock:
+            return list(self.commands)
+
+
+class Planner:
+    """What a planner uses: the act action, the two services, and the latched topics."""
+
+    def __init__(self, node, ns: str):
+        self.node = node
+        self.act = ActionClient(node, Act, f"{ns}/sequence_ai_policy/act")
+        self.set_instruction = node.create_client(SetInstruction, f"{ns}/sequence_ai_policy/set_instruction")
+        self.interrupt = node.create_client(Trigger, f"{ns}/sequence_ai_policy/interrupt")
+        self.outcomes: List[RunOutcome] = []
+        self.warming: List[WarmingStatus] = []
+        self.instructions: List[str] = []
+        node.create_subscription(RunOutcome, f"{ns}/sequence_ai_policy/run_outcome", self.outcomes.append, LATCHED)
+        node.create_subscription(WarmingStatus, f"{ns}/sequence_ai_policy/warming", self.warming.append, LATCHED)
+        node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction",
+                                 lambda m: self.instructions.append(m.data), LATCHED)
+
+    def ready(self) -> bool:
+        return bool(self.warming) and self.warming[-1].ready
+
+    def send(self, instruction: str, max_seconds: float, max_actions: int = 0, feedback: Optional[list] = None):
+        goal = Act.Goal(instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions)
+        assert self.act.wait_for_server(timeout_sec=10.0), "no act action server"
+        callback = (lambda m: feedback.append((time.monotonic(), m.feedback))) if feedback is not None else None
+        future = self.act.send_goal_async(goal, feedback_callback=callback)
+        assert wait_for(future.done, 10.0), "goal response never came"
+        handle = future.result()
+        assert handle.accepted
+        return handle
+
+    @staticmethod
+    def result(handle, timeout_s: float = 60.0):
+        future = handle.get_result_async()
+        assert wait_for(future.done, timeout_s), "no result in time"
+        return future.result()
+
+    def call(self, client, request, timeout_s: float = 5.0):
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(request)
+        assert wait_for(future.done, timeout_s), "service did not answer"
+        return future.result()
+
+
+class RosHarness:
+    """One rclpy context per test, spun on a background thread, torn down after."""
+
+    def __init__(self):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(f"test_harness_{next(_namespaces)}", context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=3, context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+NODE_TOPICS: Dict[str, Any] = {
+    "camera_topics": ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"],
+    "joint_states_topic": "joint_states",
+    "command_topic": "arm_controller/commands",
+    "startup_timeout_s": 60.0,
+}
+
+
+class PolicyNodeFactory:
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self.started: List[NodeProcess] = []
+
+    def __call__(self, platform, ns: Optional[str] = None, **parameters: Any) -> Tuple[NodeProcess, str]:
+        ns = ns or f"/arm{next(_namespaces)}"
+        values = {**NODE_TOPICS, **parameters}
+        log = self.tmp_path / f"policy_node{ns.replace('/', '_')}.log"
+        process = NodeProcess("policy_node", namespace=ns, parameters=values, env=platform.env(), log_path=log)
+        self.started.append(process)
+        return process, ns
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            process.stop()
+
+
+def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **parameters: Any):
+    """Node + arm double + planner, waited on until the node reports ready."""
+    process, ns = policy_node(platform, **parameters)
+    arm = ArmDouble(ros.node, ns)
+    planner = Planner(ros.node, ns)
+    ready = wait_for(lambda: planner.ready() or not process.running, 30.0)
+    assert process.running, process.output()[-2000:]
+    assert ready, "node never reported ready:\n" + process.output()[-2000:]
+    return process, arm, planner
