@@ -183,6 +183,7 @@ class WorkerConnection:
         read_timeout = self._timeout_s if timeout_s is None else timeout_s
         failures = 0
         busy = 0
+        repinned = False
         link = self._current(trace)
         while True:
             if cancelled():
@@ -199,7 +200,14 @@ class WorkerConnection:
                 response = link.client.post("/act", json=body, headers={"X-Seq-Request-Id": rid},
                                             timeout=read_timeout)
             except CertPinError:
-                raise
+                # A pin fresh from the gateway that does not match fails closed. A pin that had
+                # verified and now does not means another worker answers at that address (a
+                # restart): ask the gateway once for its coordinates, never trust the new cert.
+                if not link.served or repinned:
+                    raise
+                repinned = True
+                link = self._reconnect_or_raise(link, trace)
+                continue
             except httpx.HTTPError:
                 failures += 1
                 if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
