@@ -17,7 +17,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # --import-mode=importlib leaves sys.path alone; the package may not be installed
     sys.path.insert(0, _ROOT)
 
-from sequence_ai.platform.spawn import LocalPlatform  # noqa: E402
+from sequence_ai.platform.spawn import LocalPlatform
 
 
 @pytest.fixture(scope="session")
