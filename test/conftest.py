@@ -15,7 +15,9 @@ import pytest
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # --import-mode=importlib leaves sys.path alone; the package may not be installed
-    sys.path.insert(0, _ROOT)
+    # Appended, not prepended: in the ROS workspace the installed sequence_ai_ros (which holds the
+    # generated interfaces) must win over the source directory of the same name.
+    sys.path.append(_ROOT)
 
 from sequence_ai.platform.spawn import LocalPlatform
 
