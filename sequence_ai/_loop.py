@@ -213,6 +213,13 @@ class ControlLoop:
             self.s.on_underrun(wait_s)
         self.status("running")
 
+    def collect_ready(self) -> None:
+        """lookahead > 1: append every chunk that has already arrived, so the buffer holds them."""
+        inflight = self.p._inflight
+        while self.s.lookahead > 1 and inflight and inflight[0].fetch.done():
+            flight = inflight.popleft()
+            self.install(flight.fetch.result(), flight)
+
     def top_up(self) -> None:
         """Start the next request early enough that it lands before the buffer runs dry (§7.7)."""
         if not self.s.prefetch:
@@ -266,6 +273,7 @@ class ControlLoop:
                     raise Interrupted()
                 if len(self.p._buffer) == 0:
                     self.take_delivery()
+                self.collect_ready()
                 self.top_up()
                 if self.interrupted():
                     raise Interrupted()
