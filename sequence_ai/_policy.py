@@ -346,10 +346,10 @@ class Policy:
         """run() with `instruction` pinned on every observation, bounded by `max_seconds`."""
         if not isinstance(max_seconds, (int, float)) or isinstance(max_seconds, bool) or max_seconds <= 0:
             raise ValueError("max_seconds must be a number > 0")
+        max_actions = run_kwargs.pop("max_actions", None) or int(max_seconds * 1000) + 1000
         self._latch.set(instruction)
         try:
-            return self.run(observe, act, max_actions=int(max_seconds * 1000) + 1000, max_seconds=max_seconds,
-                            until=until, **run_kwargs)
+            return self.run(observe, act, max_actions=max_actions, max_seconds=max_seconds, until=until, **run_kwargs)
         finally:
             self._latch.clear()
 
