@@ -76,7 +76,6 @@ class Policy:
             raise InvalidRequest("model must be a non-empty string")
         self.model = model
         self._base_url = base_url
-        self._api_key = api_key
         self._timeout_s = timeout_s
         self._startup_timeout_s = startup_timeout_s
         self._on_warming = on_warming
@@ -84,7 +83,7 @@ class Policy:
         self._check = ObservationCheck(validate)
         self._gateway = gateway_client(base_url, api_key, timeout_s)
         self._telemetry = TelemetrySender(gateway_client(base_url, api_key, min(timeout_s, 10.0)))
-        self._worker = WorkerConnection(gateway=self._gateway, base_url=base_url, api_key=api_key, model=model,
+        self._worker = WorkerConnection(gateway=self._gateway, base_url=base_url, model=model,
                                         timeout_s=timeout_s, embodiment=embodiment, expect=expect)
         self._buffer = ActionBuffer()
         self._inflight: Deque[InFlight] = deque()
@@ -132,7 +131,7 @@ class Policy:
     def _catalogue_row(self) -> Model:
         from ._catalogue import find_model
 
-        answer = gateway_call("GET", self._base_url, "/v1/models?endpoint=act", api_key=self._api_key,
+        answer = gateway_call("GET", self._base_url, "/v1/models?endpoint=act", api_key=None,
                               timeout_s=self._timeout_s, client=self._gateway)
         data = answer.get("data") if isinstance(answer, dict) else None
         rows = [Model.from_wire(row) for row in (data or []) if isinstance(row, dict) and row.get("id")]
@@ -163,7 +162,7 @@ class Policy:
 
     def ready(self) -> Tuple[bool, Optional[float]]:
         """(ready, eta_s) without blocking; also starts a cold worker. Never admits a session."""
-        answer = gateway_call("GET", self._base_url, f"/v1/act/ready?model={self.model}", api_key=self._api_key,
+        answer = gateway_call("GET", self._base_url, f"/v1/act/ready?model={self.model}", api_key=None,
                               timeout_s=self._timeout_s, client=self._gateway)
         if not isinstance(answer, dict):
             raise SequencesError("malformed /v1/act/ready answer")
@@ -177,7 +176,7 @@ class Policy:
         started = time.monotonic()
         while True:
             answer = gateway_call("GET", self._base_url, f"/v1/act/ready?model={self.model}",
-                                  api_key=self._api_key, timeout_s=self._timeout_s, client=self._gateway)
+                                  api_key=None, timeout_s=self._timeout_s, client=self._gateway)
             answer = answer if isinstance(answer, dict) else {}
             if answer.get("ready"):
                 return time.monotonic() - started

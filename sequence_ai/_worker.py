@@ -70,13 +70,12 @@ class _Link:
 
 
 class WorkerConnection:
-    def __init__(self, *, gateway: httpx.Client, base_url: str, api_key: str, model: str,
+    def __init__(self, *, gateway: httpx.Client, base_url: str, model: str,
                  timeout_s: float, embodiment: Optional[str] = None,
                  expect: Optional[Mapping[str, Any]] = None,
                  clock: Callable[[], float] = time.monotonic):
         self._gateway = gateway
         self._base_url = base_url
-        self._api_key = api_key
         self.model = model
         self.session = uuid.uuid4().hex
         self.embodiment = embodiment
@@ -101,7 +100,7 @@ class WorkerConnection:
         body: Dict[str, Any] = {"model": self.model, "session": self.session}
         if self.embodiment:
             body["embodiment"] = self.embodiment
-        answer = gateway_call("POST", self._base_url, "/v1/act/connect", api_key=self._api_key,
+        answer = gateway_call("POST", self._base_url, "/v1/act/connect", api_key=None,
                               json_body=body, timeout_s=self._timeout_s, client=self._gateway)
         grant = parse_grant(answer)
         check_expect(self._expect, grant.action)
