@@ -51,7 +51,7 @@ class ScriptedGateway:
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ScriptedGateway":
+    def __enter__(self) -> ScriptedGateway:
         self._thread.start()
         return self
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from sequence_ai import InvalidRequest, SequencesError, Unavailable, depth, detect, embed
-from sequence_ai import _oneshot
+from sequence_ai import InvalidRequest, SequencesError, Unavailable, _oneshot, depth, detect, embed
 
 sys.path.insert(0, os.path.dirname(__file__))
 
