@@ -1,0 +1,127 @@
+"""`sequence-ai` against the local platform: output shapes, the redacted key, exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sequence_ai import __version__, cli
+from sequence_ai.platform.spawn import LocalPlatform
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def env_of(monkeypatch):
+    def apply(platform, key=None):
+        monkeypatch.setenv("SEQUENCES_BASE_URL", platform.base_url)
+        monkeypatch.setenv("SEQUENCES_API_KEY", key if key is not None else platform.api_key)
+    return apply
+
+
+def test_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"sequence-ai {__version__}"
+
+
+def test_no_subcommand_and_bad_options_are_usage_errors(capsys):
+    assert cli.main([]) == 2
+    assert "usage: sequence-ai" in capsys.readouterr().err
+    assert cli.main(["models", "--endpoint", "nonsense"]) == 2
+    assert cli.main(["frobnicate"]) == 2
+
+
+def test_models_table_needs_no_key(platform, monkeypatch, capsys):
+    monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
+    assert cli.main(["--base-url", platform.base_url, "models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{'model':<30}{'robot':<24}{'dim':>4}{'hz':>6}  views"
+    assert lines[1].startswith("cosmos3-edge-policy-droid")  # act rows sorted by short id
+    pi05 = next(line for line in lines if line.startswith("pi05-droid"))
+    assert pi05 == f"{'pi05-droid':<30}{'droid_franka':<24}{'8':>4}{'15':>6}  exterior_1, wrist_left"
+    assert "" in lines  # non-act rows follow a blank line
+    assert any(line.split() == ["jev", "decide", "scorer"] for line in lines)
+
+
+def test_models_of_one_endpoint(platform, capsys):
+    assert cli.main(["--base-url", platform.base_url, "models", "--endpoint", "perceive"]) == 0
+    out = capsys.readouterr().out
+    assert "grounding-dino-base" in out and "pi05-droid" not in out
+
+
+def test_models_unreachable_is_an_error_on_stderr(capsys):
+    assert cli.main(["--base-url", "http://127.0.0.1:9", "models"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: could not reach http://127.0.0.1:9")
+
+
+def test_doctor_ready_with_the_key_redacted(platform, env_of, capsys):
+    env_of(platform)
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    key = platform.api_key
+    assert key not in out
+    assert f"SEQUENCES_API_KEY  ({key[:9]}…{key[-4:]})" in out
+    assert f"gateway     {platform.base_url}" in out  # SEQUENCES_BASE_URL honoured
+    assert "key valid     yes" in out
+    assert "worker up, cert pinned, lease" in out
+    for label in ("new connection each call", "one reused connection", "saved by keeping it open"):
+        assert label in out and " ms" in out.split(label)[1].splitlines()[0]
+    assert out.rstrip().endswith("ready")
+
+
+def test_doctor_rejected_key_is_a_problem(platform, env_of, capsys):
+    env_of(platform, key="seq_test_wrongwrongwrong9z9z")
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "NO — the gateway rejected this key" in out and "wrongwrongwrong" not in out
+    assert out.rstrip().endswith("1 problem(s) above")
+
+
+def test_doctor_missing_key_and_unreachable_gateway(monkeypatch, capsys):
+    monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
+    monkeypatch.setenv("SEQUENCES_BASE_URL", "http://127.0.0.1:9")
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "MISSING — set SEQUENCES_API_KEY" in out and "UNREACHABLE" in out
+
+
+def test_doctor_shows_warming_as_progress(env_of, capsys):
+    with LocalPlatform("--cold-start", "2", "--cold-eta", "2") as cold:
+        env_of(cold)
+        assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "worker loading" in out and "retry in" in out
+    assert out.rstrip().endswith("ready")
+
+
+def test_doctor_gives_up_warming_after_wait(env_of, capsys):
+    with LocalPlatform("--cold-start", "30") as cold:
+        env_of(cold)
+        assert cli.main(["doctor", "--wait", "1"]) == 1
+    assert "FAILED" in capsys.readouterr().out
+
+
+def test_ctrl_c_is_exit_130(monkeypatch, capsys):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "_doctor", interrupted)
+    assert cli.main(["doctor"]) == 130
+    assert capsys.readouterr().err.strip() == "cancelled"
+
+
+def test_serve_without_its_extra_names_the_install(tmp_path):
+    blocker = "import sys; sys.modules['fastapi'] = None; from sequence_ai.cli import main; sys.exit(main(['serve']))"
+    done = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 1
+    assert "pip install 'sequence-ai[serve]'" in done.stderr
+
+
+def test_console_script_entry_point_runs(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "sequence_ai.cli", "--version"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == f"sequence-ai {__version__}"
