@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._errors import SequencesError
 
-__all__ = ["ImageFrame", "Proprioception", "Observation", "Model"]
+__all__ = ["ImageFrame", "Model", "Observation", "Proprioception"]
 
 
 @dataclass
@@ -100,7 +100,7 @@ class Model:
         return self.id.rsplit("/", 1)[-1]
 
     @classmethod
-    def from_wire(cls, row: Any) -> "Model":
+    def from_wire(cls, row: Any) -> Model:
         if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not row["id"]:
             raise SequencesError("malformed catalogue row: it has no string 'id'")
         try:
@@ -108,7 +108,7 @@ class Model:
                 id=row["id"],
                 endpoint=str(row.get("endpoint") or ""),
                 architecture=str(row.get("architecture") or ""),
-                robot=row.get("robot"),
+                robot=_str_or_none(row.get("robot")),
                 action_dim=_int_or_none(row.get("action_dim")),
                 state_dim=_int_or_none(row.get("state_dim")),
                 state_layout=_layout_or_none(row.get("state_layout")),
@@ -116,18 +116,18 @@ class Model:
                 control_hz=_float_or_none(row.get("control_hz")),
                 open_loop_horizon=_int_or_none(row.get("open_loop_horizon")),
                 sustains_seconds=_float_or_none(row.get("sustains_seconds")),
-                camera_views=tuple(str(v) for v in (row.get("camera_views") or ())),
+                camera_views=_views(row.get("camera_views")),
                 context_frames=_int_or_none(row.get("context_frames")),
                 training_frame_size=_tuple_or_none(row.get("training_frame_size")),
                 input_aspect_ratio=_float_or_none(row.get("input_aspect_ratio")),
-                input_resize=row.get("input_resize"),
+                input_resize=_str_or_none(row.get("input_resize")),
                 client_resize=row.get("client_resize") if isinstance(row.get("client_resize"), dict) else None,
-                action_space=row.get("action_space"),
+                action_space=_str_or_none(row.get("action_space")),
                 action_semantics=row.get("action_semantics") if isinstance(row.get("action_semantics"), dict) else None,
                 pass_raw=row.get("pass_raw") if isinstance(row.get("pass_raw"), bool) else None,
                 raw=dict(row),
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int(inf)
             raise SequencesError(f"malformed catalogue row {row.get('id')!r}: {exc}") from None
 
 
@@ -141,6 +141,18 @@ def _float_or_none(value: Any) -> Optional[float]:
     if value is None or isinstance(value, bool):
         return None
     return float(value)
+
+
+def _str_or_none(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def _views(value: Any) -> Tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"camera_views must be a list of names (got {type(value).__name__})")
+    return tuple(str(v) for v in value)
 
 
 def _layout_or_none(value: Any) -> Optional[Dict[str, int]]:
