@@ -157,3 +157,12 @@ class BearerCheck:
             await _send_json(send, 401, {"detail": self.detail}, {"WWW-Authenticate": "Bearer"})
             return
         await self.app(scope, receive, send)
+
+
+def validation_error_response(errors: list) -> Response:
+    """FastAPI's 422 list (WIRE §3.2 D) without `input`/`ctx`/`url`: inputs may be megabytes, or
+    NaN that JSON cannot carry, and are the caller's own anyway."""
+    from starlette.responses import JSONResponse
+
+    trimmed = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in errors]
+    return JSONResponse({"detail": trimmed}, status_code=422)

@@ -121,6 +121,18 @@ def find(name: str) -> Optional[Dict[str, Any]]:
     return None
 
 
+def refusal(name: str, endpoint: str) -> Optional[Tuple[int, str]]:
+    """(status, detail) when `name` is not a model of `endpoint`, else None."""
+    row = find(name)
+    if row is None:
+        known = ", ".join(r["id"].rsplit("/", 1)[-1] for r in ROWS if r["endpoint"] == endpoint)
+        return 404, f"model {name!r} is not in the catalogue; {endpoint} models: {known}"
+    if row["endpoint"] != endpoint:
+        article = "an" if endpoint[0] in "aeiou" else "a"
+        return 400, f"model {row['id']!r} is a {row['endpoint']} model, not {article} {endpoint} model"
+    return None
+
+
 def expected_frame_rule(row: Dict[str, Any]) -> str:
     """Human text of the size rule, for error messages."""
     resize = row.get("client_resize") or {}

@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from . import catalogue, injected, oneshots
 from .admin import build_admin_router
-from .asgi import BearerCheck, BodyLimit, RouteStats
+from .asgi import BearerCheck, BodyLimit, RouteStats, validation_error_response
 from .state import PlatformState
 
 GATEWAY_BODY_LIMIT = 16 * 1024 * 1024  # perceive takes up to 64 images
@@ -38,21 +38,6 @@ class ActReports(BaseModel):
     reports: Annotated[List[Dict[str, Any]], Field(max_length=1024)]
 
 
-def _not_found(name: str, endpoint: Optional[str] = None) -> JSONResponse:
-    known = ", ".join(r["id"].rsplit("/", 1)[-1] for r in catalogue.ROWS if endpoint in (None, r["endpoint"]))
-    return JSONResponse({"detail": f"model {name!r} is not in the catalogue; known: {known}"}, status_code=404)
-
-
-def _act_row(name: str) -> Any:
-    row = catalogue.find(name)
-    if row is None:
-        return _not_found(name, "act")
-    if row["endpoint"] != "act":
-        return JSONResponse({"detail": f"model {row['id']!r} is a {row['endpoint']} model, not an act model"},
-                            status_code=400)
-    return row
-
-
 def _warming(state: PlatformState) -> JSONResponse:
     left = max(1, math.ceil(state.warming_left_s()))
     return JSONResponse(state.warming_body(), status_code=503, headers={"Retry-After": str(left)})
@@ -63,9 +48,8 @@ def build_gateway_app(state: PlatformState) -> Any:
                   description="Loopback stand-in for the Sequences gateway (see docs/PLATFORM.md).")
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=422)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        return validation_error_response(exc.errors())
 
     @app.get("/v1/health", summary="Liveness (no key)")
     async def health() -> Dict[str, Any]:
@@ -90,7 +74,7 @@ def build_gateway_app(state: PlatformState) -> Any:
         refused = injected.refusal(state.faults, "ready")
         if refused is not None:
             return refused
-        row = _act_row(model)
+        row = oneshots.row_or_refusal(model, "act")
         if isinstance(row, Response):
             return row
         if state.warming_left_s() > 0:
@@ -108,7 +92,7 @@ def build_gateway_app(state: PlatformState) -> Any:
         refused = injected.refusal(state.faults, "connect")
         if refused is not None:
             return refused
-        row = _act_row(body.model)
+        row = oneshots.row_or_refusal(body.model, "act")
         if isinstance(row, Response):
             return row
         if state.warming_left_s() > 0:

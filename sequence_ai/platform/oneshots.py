@@ -42,16 +42,12 @@ def _softmax(logits: List[float]) -> List[float]:
     return [round(e / total, 6) for e in exps]
 
 
-def _row_for(name: str, endpoint: str) -> Union[Dict[str, Any], JSONResponse]:
-    row = catalogue.find(name)
-    if row is None:
-        known = ", ".join(r["id"].rsplit("/", 1)[-1] for r in catalogue.ROWS if r["endpoint"] == endpoint)
-        return JSONResponse({"detail": f"model {name!r} is not in the catalogue; {endpoint} models: {known}"},
-                            status_code=404)
-    if row["endpoint"] != endpoint:
-        return JSONResponse({"detail": f"model {row['id']!r} is a {row['endpoint']} model, not a {endpoint} model"},
-                            status_code=400)
-    return row
+def row_or_refusal(name: str, endpoint: str) -> Union[Dict[str, Any], JSONResponse]:
+    """The catalogue row, or the 404/400 answer saying why there is none for this endpoint."""
+    refused = catalogue.refusal(name, endpoint)
+    if refused is not None:
+        return JSONResponse({"detail": refused[1]}, status_code=refused[0])
+    return catalogue.find(name)
 
 
 # -- decide ---------------------------------------------------------------------------------------
@@ -199,7 +195,7 @@ def chat_answer(body: ChatRequest) -> str:
 def add_routes(app: FastAPI, state: PlatformState) -> None:
     @app.post("/v1/decide", summary="Score typed questions about a state (deterministic stand-in)")
     async def decide(body: DecideRequest) -> Response:
-        row = _row_for(body.model, "decide")
+        row = row_or_refusal(body.model, "decide")
         if isinstance(row, Response):
             return row
         if not body.questions:
@@ -216,7 +212,7 @@ def add_routes(app: FastAPI, state: PlatformState) -> None:
 
     @app.post("/v1/perceive", summary="detect / embed / depth (deterministic stand-in)")
     async def perceive_route(body: PerceiveRequest) -> Response:
-        row = _row_for(body.model, "perceive")
+        row = row_or_refusal(body.model, "perceive")
         if isinstance(row, Response):
             return row
         task = _TASK_OF.get(row.get("architecture", ""))
@@ -233,7 +229,7 @@ def add_routes(app: FastAPI, state: PlatformState) -> None:
 
     @app.post("/v1/chat", summary="A canned assistant turn (deterministic stand-in)")
     async def chat(body: ChatRequest) -> Response:
-        row = _row_for(body.model, "chat")
+        row = row_or_refusal(body.model, "chat")
         if isinstance(row, Response):
             return row
         content = chat_answer(body)

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from . import catalogue, injected
-from .asgi import BearerCheck, BodyLimit, RouteStats
+from .asgi import BearerCheck, BodyLimit, RouteStats, validation_error_response
 from .contract import ActRequest, ContractError, EpisodeEndRequest, check_observation, check_rows
 from .state import PlatformState
 
@@ -72,10 +72,8 @@ def build_worker_app(state: PlatformState) -> Any:
     app = FastAPI(title="Sequences local worker", version="1", docs_url=None, redoc_url=None)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # Same shape as FastAPI's own 422, but inputs are not echoed back (they may be megabytes).
-        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=422, headers=_rid_headers(request))
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        return validation_error_response(exc.errors())
 
     @app.post("/act", summary="One action chunk for one observation (WIRE §5.1)")
     async def act(body: ActRequest, request: Request) -> Response:
