@@ -73,6 +73,7 @@ class _Recorder:
     def __init__(self) -> None:
         import rclpy
         from rclpy.action import ActionClient
+        from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import Float64MultiArray
 
@@ -92,6 +93,8 @@ class _Recorder:
         self.node.create_subscription(Float64MultiArray, "/arm_controller/commands",
                                       lambda m: self.commands.append((self._t(), list(m.data))), 50)
         self.node.create_subscription(WarmingStatus, "/sequence_ai_policy/warming", self._on_warming, latched)
+        self.inputs_ok = False
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.node.create_subscription(RunOutcome, "/sequence_ai_policy/run_outcome",
                                       lambda m: setattr(self, "outcome", m), latched)
         self.client = ActionClient(self.node, Act, "/sequence_ai_policy/act")
@@ -116,6 +119,11 @@ class _Recorder:
             print(f"[demo] warming: ready={message.ready} waited={message.waited_s:.1f}s eta={eta} {message.message}")
         self.warming = message
 
+    def _on_diagnostics(self, message) -> None:
+        for status in message.status:
+            if status.name.endswith("policy loop"):
+                self.inputs_ok = status.level == b"\x00"
+
     def _wait(self, predicate, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -128,6 +136,10 @@ class _Recorder:
         try:
             if not self._wait(lambda: self.warming is not None and self.warming.ready, 60.0):
                 print("[demo] the policy node never reported ready", file=sys.stderr)
+                return None
+            # What a careful planner does: wait until the node reports every input fresh.
+            if not self._wait(lambda: self.inputs_ok, 30.0):
+                print("[demo] the policy node never saw fresh camera and joint inputs", file=sys.stderr)
                 return None
             if not self.client.wait_for_server(timeout_sec=10.0):
                 print("[demo] no act action server", file=sys.stderr)
