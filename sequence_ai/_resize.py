@@ -134,13 +134,17 @@ _BAND_MIN_PIXELS = 400_000  # below this a thread hand-off costs more than it sa
 
 
 def _threads() -> int:
+    """Bands resized in parallel: $SEQUENCES_ENCODE_THREADS, else half the CPUs (at most 4) on
+    a machine with 4 or more, else 1 — on 2 CPUs the second band competes with the control loop
+    and measured no faster (docs/OBSERVATIONS.md)."""
     configured = os.environ.get("SEQUENCES_ENCODE_THREADS")
     if configured is not None:
         try:
             return max(1, int(configured))
         except ValueError:
             return 1
-    return max(1, min(4, os.cpu_count() or 1))
+    cpus = os.cpu_count() or 1
+    return min(4, cpus // 2) if cpus >= 4 else 1
 
 
 def _band_pool(workers: int) -> ThreadPoolExecutor:
