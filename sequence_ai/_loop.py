@@ -293,7 +293,7 @@ class ControlLoop:
                 if self.actions == 1:
                     self.status("running")
                 if self.actions < s.max_actions:
-                    s.pacer.wait(1.0 / self.hz(), self.interrupted)
+                    s.pacer.wait(1.0 / self.hz(), self.p._interrupt.is_set)
             else:
                 reason = "completed"
         except Interrupted:

@@ -7,6 +7,7 @@ pacer that blocks until the next timer tick, so the robot has exactly one clock.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, Optional
 
@@ -32,7 +33,8 @@ class Pacer(Protocol):
 class MonotonicPacer:
     """Absolute schedule: action k is due at anchor + k·period. When the loop falls more than one
     period behind (a stall, a slow act()), the schedule re-anchors at now instead of bursting
-    actions to catch up. Sleeps in slices of at most POLL_S; never busy-waits."""
+    actions to catch up. Never busy-waits: when `interrupted` is a threading.Event's `is_set` it
+    waits on the event (one wake-up per period), otherwise it sleeps in slices of at most POLL_S."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
@@ -51,6 +53,13 @@ class MonotonicPacer:
                 self.reanchors += 1
             self._next_due = now
         self._next_due += period_s
+        event = getattr(interrupted, "__self__", None)
+        if isinstance(event, threading.Event) and self._clock is time.monotonic:
+            # interrupted is an Event's is_set: one wake-up per period, still immediate on interrupt
+            remaining = self._next_due - self._clock()
+            if remaining > 0:
+                event.wait(remaining)
+            return
         while not interrupted():
             remaining = self._next_due - self._clock()
             if remaining <= 0:

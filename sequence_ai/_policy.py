@@ -71,7 +71,7 @@ class Policy:
 
     def __init__(self, model: str, *, api_key: str, base_url: str, timeout_s: float, startup_timeout_s: float,
                  on_warming: Optional[Callable[[float, float], Any]], validate: str, embodiment: Optional[str],
-                 expect: Optional[Mapping[str, Any]], seed: Optional[int]):
+                 expect: Optional[Mapping[str, Any]], seed: Optional[int], control_hz: Optional[float] = None):
         if not isinstance(model, str) or not model:
             raise InvalidRequest("model must be a non-empty string")
         self.model = model
@@ -80,6 +80,7 @@ class Policy:
         self._startup_timeout_s = startup_timeout_s
         self._on_warming = on_warming
         self._seed = seed
+        self._control_hz = control_hz
         self._check = ObservationCheck(validate)
         self._gateway = gateway_client(base_url, api_key, timeout_s)
         self._telemetry = TelemetrySender(gateway_client(base_url, api_key, min(timeout_s, 10.0)))
@@ -233,11 +234,10 @@ class Policy:
             raise SequencesError(f"the worker sent {chunk.action_dim}-wide actions but {self.model} declares "
                                  f"action_dim {expected}; refusing to play them")
 
-    def _record_served(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None,
-                       learn: bool = True) -> None:
+    def _record_served(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None) -> None:
         self._served = True
-        service = flight.service_s()
-        if learn and service is not None:
+        service = flight.service_s()  # predict() too: service time carries no warm-up (docs/CLIENT-LOOP.md)
+        if service is not None:
             self._latency.record(service)
         if warmup_s is not None:
             prediction.perf["warmup_ms"] = round(warmup_s * 1000.0, 2)
@@ -294,7 +294,7 @@ class Policy:
                 self._warm = None
             rows = prediction.action_chunk.executable_rows()
             self._install_rows(rows, append=self._lookahead > 1, chunk=prediction.action_chunk)
-            self._record_served(flight, prediction, warmup_s=warmup, learn=False)
+            self._record_served(flight, prediction, warmup_s=warmup)
             return prediction
 
     def next_action(self, observation: Any = None, **options: Any) -> List[float]:
@@ -330,7 +330,8 @@ class Policy:
             on_underrun=on_underrun, on_status=on_status, on_warming=on_warming, prefetch=prefetch,
             lookahead=lookahead, open_loop_horizon=open_loop_horizon, max_seconds=max_seconds, until=until,
             startup_timeout_s=self._startup_timeout_s if startup_timeout_s is None else startup_timeout_s,
-            smooth_seam=smooth_seam, pacer=pacer, control_hz=control_hz, episode_id=episode_id, options=options)
+            smooth_seam=smooth_seam, pacer=pacer, control_hz=control_hz or self._control_hz, episode_id=episode_id,
+            options=options)
         with self._guard.driving():
             self._interrupt.clear()
             self._lookahead = lookahead
@@ -398,10 +399,10 @@ def _stderr_is_tty() -> bool:
 def connect(model: str, *, api_key: Optional[str] = None, base_url: Optional[str] = None, timeout_s: float = 30.0,
             startup_timeout_s: float = 1800.0, on_warming: Optional[Callable[[float, float], Any]] = None,
             validate: str = "warn", embodiment: Optional[str] = None, expect: Optional[Mapping[str, Any]] = None,
-            seed: Optional[int] = None) -> Policy:
+            seed: Optional[int] = None, control_hz: Optional[float] = None) -> Policy:
     """A Policy for `model`. Sends nothing: the key is checked locally (AuthError if missing)
     and the first request admits the session. Use it as a context manager."""
     key = require_api_key(api_key)
     return Policy(model, api_key=key, base_url=resolve_base_url(base_url), timeout_s=timeout_s,
                   startup_timeout_s=startup_timeout_s, on_warming=on_warming, validate=validate,
-                  embodiment=embodiment, expect=expect, seed=seed)
+                  embodiment=embodiment, expect=expect, seed=seed, control_hz=control_hz)

@@ -70,3 +70,21 @@ def test_pacer_reset_drops_the_previous_schedule():
     clock.now += 0.05
     pacer.wait(0.1, lambda: False)
     assert abs(clock.now - 100.25) < 1e-9
+
+
+def test_pacer_waits_on_an_interrupt_event_and_wakes_at_once():
+    event = threading.Event()
+    pacer = MonotonicPacer()
+    threading.Timer(0.05, event.set).start()
+    started = time.monotonic()
+    pacer.wait(5.0, event.is_set)
+    assert time.monotonic() - started < 0.05 + 0.05
+
+
+def test_pacer_waiting_on_an_event_keeps_the_schedule():
+    event = threading.Event()
+    pacer = MonotonicPacer()
+    started = time.monotonic()
+    for _ in range(5):
+        pacer.wait(0.02, event.is_set)
+    assert 0.09 <= time.monotonic() - started < 0.2
