@@ -33,20 +33,14 @@ def _secret_accepted(state: PlatformState, authorization: str | None) -> bool:
     return hmac.compare_digest(authorization[len("Bearer "):].encode(), worker.secret.encode())
 
 
-def _rid_headers(request: Request) -> Dict[str, str]:
-    rid = request.headers.get(RID_HEADER)
-    # Echo only printable, short ids: a header is not a place to reflect arbitrary input.
-    return {RID_HEADER: rid} if rid and len(rid) <= 128 and rid.isprintable() else {}
-
-
-def _chunk_body(row: Dict[str, Any], rows: List[List[float]], action_dim: int) -> Dict[str, Any]:
+def _chunk_body(row: Dict[str, Any], rows: List[List[float]]) -> Dict[str, Any]:
     hz = float(row["control_hz"])
     olh = row.get("open_loop_horizon")
     return {
         "steps": [{"index": i, "values": values} for i, values in enumerate(rows)],
         "robot": row["robot"],
         "action_space": row["action_space"],
-        "action_dim": action_dim,
+        "action_dim": row["action_dim"],
         "control_frequency_hz": hz,
         "covers_seconds": round(len(rows) / hz, 3),
         "open_loop_horizon": olh,
@@ -54,18 +48,17 @@ def _chunk_body(row: Dict[str, Any], rows: List[List[float]], action_dim: int) -
     }
 
 
-def _spoil(faults: Any, rows: List[List[float]]) -> tuple:
+def _spoil(faults: Any, rows: List[List[float]]) -> List[List[float]]:
     """Apply the output faults (they bypass the output check on purpose: the client must catch them)."""
-    dim = len(rows[0])
     if faults.take("nan_actions", "act") is not None:
         rows[len(rows) // 2][0] = math.nan
     if faults.take("inf_actions", "act") is not None:
-        rows[len(rows) // 2][1 % dim] = math.inf
+        rows[len(rows) // 2][-1] = math.inf
     if faults.take("wrong_action_dim", "act") is not None:
         # Rows one value short while action_dim still says the declared width: a chunk that
         # breaks both its own header and the catalogue, whichever the client checks.
         rows = [r[:-1] for r in rows]
-    return rows, dim
+    return rows
 
 
 def build_worker_app(state: PlatformState) -> Any:
@@ -81,22 +74,21 @@ def build_worker_app(state: PlatformState) -> Any:
         record.update(episode_id=body.episode_id, instruction=body.observation.instruction[:200],
                       views=[f.view for f in body.observation.images],
                       joint_positions=list(body.observation.proprioception.joint_positions), model=body.model)
-        headers = _rid_headers(request)
+        # (X-Seq-Request-Id is echoed on every answer by ActLog, below.)
         if state.warming_left_s() > 0:
-            return JSONResponse(state.warming_body(), status_code=503, headers={
-                **headers, "Retry-After": str(max(1, math.ceil(state.warming_left_s())))})
+            return JSONResponse(state.warming_body(), status_code=503,
+                                headers={"Retry-After": str(max(1, math.ceil(state.warming_left_s())))})
         refused = injected.refusal(state.faults, "act")
         if refused is not None:
-            refused.headers.update(headers)
             return refused
         row = catalogue.find(body.model)
         if row is None or row.get("endpoint") != "act":
             return JSONResponse({"detail": f"model {body.model!r} is not an act model this worker serves"},
-                                status_code=404, headers=headers)
+                                status_code=404)
         try:
             policy_input, usage, warnings = check_observation(body, row)
         except ContractError as err:
-            return JSONResponse({"detail": err.detail}, status_code=err.status, headers=headers)
+            return JSONResponse({"detail": err.detail}, status_code=err.status)
         state.touch_episode(body.episode_id)
         injected_ms = await injected.delay(state.faults, "act")
         t_infer = time.perf_counter()
@@ -108,24 +100,24 @@ def build_worker_app(state: PlatformState) -> Any:
                 raw_rows = await run_in_threadpool(state.policy, policy_input)
             rows = check_rows(raw_rows, row)
         except ContractError as err:
-            return JSONResponse({"detail": err.detail}, status_code=500, headers=headers)
+            return JSONResponse({"detail": err.detail}, status_code=500)
         except Exception as err:  # a plug-in's bug is a 500 with its text, not a dead worker
             return JSONResponse({"detail": f"policy {state.policy_name} failed: {type(err).__name__}: {err}"},
-                                status_code=500, headers=headers)
+                                status_code=500)
         inference_ms = (time.perf_counter() - t_infer) * 1000.0 + injected_ms
-        rows, dim = _spoil(state.faults, rows)
+        rows = _spoil(state.faults, rows)
         handler_ms = (time.perf_counter() - request.scope["state"]["t0"]) * 1000.0
         answer = {
-            "action_chunk": _chunk_body(row, rows, dim),
+            "action_chunk": _chunk_body(row, rows),
             "usage": {**usage, "observation_tokens": 0, "action_tokens": 0, "total_tokens": 0},
             "perf": {"handler_ms": round(handler_ms, 3), "inference_ms": round(inference_ms, 3),
                      "injected_ms": round(injected_ms, 3), "provider": "local stand-in"
                      if state.policy_name == "stand-in" else f"local plug-in {state.policy_name}"},
             "warnings": warnings,
-            "rid": headers.get(RID_HEADER),
+            "rid": request.headers.get(RID_HEADER),
             "model": row["id"],
         }
-        return injected.delivery(state.faults, "act", answer, headers)
+        return injected.delivery(state.faults, "act", answer)
 
     @app.post("/act/episode_end", summary="Forget an episode's state (WIRE §5.3)")
     async def episode_end(body: EpisodeEndRequest, request: Request) -> Response:
@@ -166,6 +158,7 @@ class ActLog:
         rid = dict(scope.get("headers") or []).get(b"x-seq-request-id", b"")
         record: Dict[str, Any] = {"time": time.time(), "rid": rid.decode("latin-1") or None, "status": None}
         scope.setdefault("state", {})["act_record"] = record
+        # Echo only short, printable ids: a header is not a place to reflect arbitrary input.
         echo = rid and len(rid) <= 128 and rid.decode("latin-1").isprintable()
 
         async def noting_send(message: Dict[str, Any]) -> None:
