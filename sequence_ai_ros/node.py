@@ -306,8 +306,12 @@ class PolicyNode(Node):
         if reason != "rejected":
             self.outcome_pub.publish(msg)
         status, terminal = status_for(reason)
-        log = self.get_logger().info if terminal == SUCCEEDED else self.get_logger().warning
-        log(f"run ended: {reason}{': ' + message if message else ''}")
+        text = f"run ended: {reason}{': ' + message if message else ''}"
+        # rclpy refuses two severities from one call site, hence two calls.
+        if terminal == SUCCEEDED:
+            self.get_logger().info(text)
+        else:
+            self.get_logger().warning(text)
         if terminal == SUCCEEDED:
             goal_handle.succeed()
         elif terminal == CANCELED:

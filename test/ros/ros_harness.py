@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -112,6 +113,14 @@ class Planner:
         node.create_subscription(WarmingStatus, f"{ns}/sequence_ai_policy/warming", self.warming.append, LATCHED)
         node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction",
                                  lambda m: self.instructions.append(m.data), LATCHED)
+        self.inputs_fresh = False
+        self._diagnostics_name = f"{ns}/sequence_ai_policy: policy loop"
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+
+    def _on_diagnostics(self, message) -> None:
+        for status in message.status:
+            if status.name == self._diagnostics_name:
+                self.inputs_fresh = status.level == b"\x00"
 
     def ready(self) -> bool:
         return bool(self.warming) and self.warming[-1].ready
@@ -162,6 +171,7 @@ NODE_TOPICS: Dict[str, Any] = {
     "joint_states_topic": "joint_states",
     "command_topic": "arm_controller/commands",
     "startup_timeout_s": 60.0,
+    "prefetch": False,
 }
 
 
@@ -188,7 +198,7 @@ def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **param
     process, ns = policy_node(platform, **parameters)
     arm = ArmDouble(ros.node, ns)
     planner = Planner(ros.node, ns)
-    ready = wait_for(lambda: planner.ready() or not process.running, 30.0)
+    ready = wait_for(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 30.0)
     assert process.running, process.output()[-2000:]
     assert ready, "node never reported ready:\n" + process.output()[-2000:]
     return process, arm, planner
