@@ -305,7 +305,8 @@ class ControlLoop:
             error = exc
         finally:
             self.running = False
-            if reason == "interrupted":
+            if reason in ("interrupted", "validate") or (reason or "").startswith("raised:"):
+                # Never resume a chunk that produced a refused action or whose run failed.
                 self.p._drop_pending()
             elif reason == "timeout" and self.actions == 0:
                 self.p._buffer.clear()

@@ -267,3 +267,19 @@ def test_policy_is_exported_and_is_a_context_manager(platform):
     with policy_for(platform) as policy:
         assert isinstance(policy, Policy)
     assert policy._closed
+
+
+def test_a_run_refused_by_validate_leaves_nothing_for_the_next_run(platform):
+    robot = Robot()
+    with policy_for(platform) as policy:
+        policy.run(**run_kwargs(robot, validate=lambda a: len(robot.actions) < 2), max_actions=20)
+        assert policy.buffered == 0
+
+
+def test_a_completed_run_leaves_its_rows_for_the_next_run(platform):
+    robot = Robot()
+    with policy_for(platform) as policy:
+        policy.run(**run_kwargs(robot), max_actions=3)
+        assert policy.buffered == 5
+        out = policy.run(**run_kwargs(robot), max_actions=5)
+    assert out.chunks == 0 and len(platform.requests()) == 1
