@@ -10,12 +10,12 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import pytest  # noqa: E402
-from _loop_robot import Robot, observation, policy_for, run_kwargs, wait_until  # noqa: E402
+import pytest
+from _loop_robot import Robot, observation, policy_for, run_kwargs, wait_until
 
-import sequence_ai  # noqa: E402
-from sequence_ai import ChunkExhausted, InvalidRequest, SequencesError  # noqa: E402
-from sequence_ai._policy import Policy  # noqa: E402
+import sequence_ai
+from sequence_ai import ChunkExhausted, InvalidRequest, SequencesError
+from sequence_ai._policy import Policy
 
 
 def test_predict_returns_the_full_chunk_and_buffers_the_open_loop_part(platform):
@@ -219,9 +219,9 @@ def test_episode_id_is_sent_by_run_and_not_by_predict(platform):
 
 
 def test_validate_warn_warns_about_a_missing_view_and_sends(platform):
-    with policy_for(platform, validate="warn") as policy:
-        with pytest.warns(UserWarning, match="wrist_left"), pytest.raises(InvalidRequest):
-            policy.predict(observation(views=("exterior_1",)))  # the worker then answers 400
+    with policy_for(platform, validate="warn") as policy, pytest.warns(UserWarning, match="wrist_left"), \
+            pytest.raises(InvalidRequest):
+        policy.predict(observation(views=("exterior_1",)))  # the worker then answers 400
     assert len(platform.requests()) == 1
 
 
