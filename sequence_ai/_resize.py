@@ -57,10 +57,12 @@ def check_aspect(width: int, height: int, trained_ratio: Optional[float], square
     extent = square / ratio if ratio >= 1 else square * ratio
     trained = square / trained_ratio if trained_ratio >= 1 else square * trained_ratio
     if abs(extent - trained) > ASPECT_TOLERANCE_PX:
+        side = "rows" if ratio >= 1 else "columns"
         raise ValueError(
             f"frame {width}x{height} has aspect ratio {_ratio_name(ratio)} but {model_name} was trained on "
-            f"{_ratio_name(trained_ratio)}; crop the frame to {_ratio_name(trained_ratio)} before sending it "
-            "(do not pad: padding shifts the bars the model learned)"
+            f"{_ratio_name(trained_ratio)}: fitted into {square} px it would fill {extent:.0f} {side} where "
+            f"training filled {trained:.0f}. Crop the frame to {_ratio_name(trained_ratio)} before sending it; "
+            "do not pad it (padding shifts the bars the model learned)"
         )
 
 

@@ -63,7 +63,7 @@ def _models(base_url: str, endpoint: Optional[str], out: TextIO) -> int:
         print("no models", file=out)
         return EXIT_OK
     act = sorted((m for m in rows if m.endpoint == "act"), key=lambda m: m.short_id)
-    other = sorted((m for m in rows if m.endpoint != "act"), key=lambda m: (m.endpoint, m.short_id))
+    other = sorted((m for m in rows if m.endpoint != "act"), key=lambda m: m.short_id)
     if act:
         print(f"{'model':<30}{'robot':<24}{'dim':>4}{'hz':>6}  views", file=out)
         for m in act:

@@ -66,7 +66,7 @@ def test_aspect_refusal_names_both_ratios_and_advises_a_crop():
         encode(np.zeros((480, 640, 3), np.uint8), PI05)
     message = str(refused.value)
     assert "4:3" in message and "16:9" in message
-    assert "crop" in message
+    assert "crop the frame" in message.lower() and "168 rows" in message
     assert "pi05-droid" in message
 
 
