@@ -99,7 +99,7 @@ def test_gateway_posts_with_any_one_field_replaced_are_refused_cleanly(platform,
         _assert_refused_or_served(_post(g, route, _replace(valid, path, value)))
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=25)
 @given(raw=st.binary(max_size=200))
 def test_arbitrary_bytes_are_refused_cleanly(platform, worker_client, raw):
     with gateway(platform) as g:
