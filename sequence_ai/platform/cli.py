@@ -65,7 +65,7 @@ async def _run(args: argparse.Namespace, state: PlatformState) -> int:
               f"  export SEQUENCES_API_KEY={coords['api_key']}\n"
               f"  worker       {coords['worker_url']}  (sha256 {state.worker.fingerprint if state.worker else '-'})\n"
               f"  admin token  {coords['admin_token']}  (X-Admin-Token, loopback only)\n"
-              f"  OpenAPI      {coords['base_url']}/docs\n"
+              f"  OpenAPI      {coords['base_url']}/openapi.json\n"
               "Ctrl-C to stop.", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -23,7 +23,7 @@ from .asgi import BearerCheck, BodyLimit, RouteStats, validation_error_response
 from .state import PlatformState
 
 GATEWAY_BODY_LIMIT = 16 * 1024 * 1024  # perceive takes up to 64 images
-PUBLIC_PATHS = frozenset({"/v1/models", "/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset({"/v1/models", "/v1/health", "/openapi.json"})
 ENDPOINTS = ("act", "chat", "perceive", "decide")
 
 
@@ -44,7 +44,9 @@ def _warming(state: PlatformState) -> JSONResponse:
 
 
 def build_gateway_app(state: PlatformState) -> Any:
-    app = FastAPI(title="Sequences local gateway", version="1",
+    # No Swagger/ReDoc pages: they make the browser fetch scripts from a CDN, and nothing here
+    # should cause traffic off loopback. The document itself is at /openapi.json.
+    app = FastAPI(title="Sequences local gateway", version="1", docs_url=None, redoc_url=None,
                   description="Loopback stand-in for the Sequences gateway (see docs/PLATFORM.md).")
 
     @app.exception_handler(RequestValidationError)
