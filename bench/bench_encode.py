@@ -1,6 +1,6 @@
 """encode() of 1280×720 camera frames vs the reference path: resize + Pillow JPEG q95.
 
-    python bench/bench_encode.py [--frames 100] [--markdown]
+    python bench/bench_encode.py [--frames 20] [--repeats 15] [--markdown] [--candidates]
 
 The pi0.5 reference is openpi_client.image_tools.resize_with_pad when openpi-client is
 importable (install it into a separate venv: `python -m venv /tmp/bench-venv &&
@@ -19,7 +19,7 @@ import os
 import platform
 import sys
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 from PIL import Image
@@ -86,7 +86,7 @@ def reference_encode(frame: np.ndarray, model: Model) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def per_frame_ms(calls: List[Callable[[np.ndarray], object]], frames: List[np.ndarray], repeats: int) -> List[float]:
+def per_frame_ms(calls: List[Callable[[Any], object]], frames: List[Any], repeats: int) -> List[float]:
     """Best round of each call, in ms per frame. Rounds interleave the calls so that load from
     other processes hits all of them alike; the minimum is the least-disturbed round."""
     for call in calls:
@@ -109,13 +109,55 @@ def with_threads(threads: str, call: Callable[[np.ndarray], object]) -> Callable
     return run
 
 
+def candidates(frames: List[np.ndarray], repeats: int) -> None:
+    """Other ways to do the pi0.5 resize (1280x720 -> 224x126), timed and compared with Pillow's."""
+    size = (224, 126)
+    images = [Image.fromarray(frame) for frame in frames]
+    reference = [np.asarray(image.resize(size, Image.BILINEAR)).astype(int) for image in images]
+    model = Model.from_wire(ROWS["pi05-droid"])
+    plan = _resize.plan(1280, 720, model)
+    tried: List[Tuple[str, Callable[[int], np.ndarray]]] = [
+        ("Pillow resize (reference)", lambda i: np.asarray(images[i].resize(size, Image.BILINEAR))),
+        ("Pillow reduce(2) + bilinear", lambda i: np.asarray(images[i].reduce(2).resize(size, Image.BILINEAR))),
+        ("Pillow reducing_gap=2.0", lambda i: np.asarray(images[i].resize(size, Image.BILINEAR, reducing_gap=2.0))),
+        ("Pillow reducing_gap=3.0", lambda i: np.asarray(images[i].resize(size, Image.BILINEAR, reducing_gap=3.0))),
+    ]
+    for threads in ("2", "4"):
+        def banded(i: int, threads: str = threads) -> np.ndarray:
+            os.environ["SEQUENCES_ENCODE_THREADS"] = threads
+            return np.asarray(_resize._resample(images[i], plan.resize_to, Image.BILINEAR, banded=True))
+        tried.append((f"Pillow resize in {threads} bands on threads", banded))
+    try:
+        import cv2
+
+        tried.append(("cv2.resize INTER_LINEAR", lambda i: cv2.resize(frames[i], size, interpolation=cv2.INTER_LINEAR)))
+        tried.append(("cv2.resize INTER_AREA", lambda i: cv2.resize(frames[i], size, interpolation=cv2.INTER_AREA)))
+    except ImportError:
+        print("# opencv not installed: its candidates are skipped")
+    indices = list(range(len(frames)))
+    times = per_frame_ms([lambda i, f=f: f(i) for _, f in tried], indices, repeats)  # type: ignore[misc]
+    print("| candidate (1280x720 -> 224x126) | ms | max |Δ| vs Pillow |")
+    print("|---|---|---|")
+    for (name, call), ms in zip(tried, times):
+        worst = max(int(np.abs(call(i).astype(int) - reference[i]).max()) for i in indices)
+        print(f"| {name} | {ms:.2f} | {worst} |")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=20, help="distinct frames per round (default 20)")
     parser.add_argument("--repeats", type=int, default=15, help="rounds; the best is reported (default 15)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--candidates", action="store_true", help="also time other resize methods for pi0.5")
     args = parser.parse_args(argv)
     frames = [camera_frame(seed) for seed in range(args.frames)]
+    if args.candidates:
+        saved_threads = os.environ.get("SEQUENCES_ENCODE_THREADS")
+        candidates(frames, args.repeats)
+        os.environ.pop("SEQUENCES_ENCODE_THREADS", None)
+        if saved_threads is not None:
+            os.environ["SEQUENCES_ENCODE_THREADS"] = saved_threads
+        print()
     threads = str(max(2, min(4, os.cpu_count() or 1)))
     reference_name = "openpi_client resize_with_pad" if openpi_image_tools else "resize_with_pad (definition, openpi-client not installed)"
     results: List[Tuple[str, str, float, float, float, int]] = []
