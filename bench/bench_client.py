@@ -6,7 +6,7 @@
 
 Starts one local platform, then for each injected /act latency runs each client in a process of
 its own against the same worker: a warm-up predict(), then run() for N actions at the model's
-15 Hz with a no-op robot. CPU time is the driver process's `time.process_time()` (all threads:
+15 Hz with a no-op robot (plus ours with lookahead=2, which can hide latency longer than a chunk). CPU time is the driver process's `time.process_time()` (all threads:
 the loop, the refill threads, telemetry) divided by actions. The public client is installed by
 this script into `.bench-venv/` (pip, `sequence-ai==0.20.0`) the first time.
 """
@@ -32,7 +32,7 @@ DRIVER = r'''
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import sequence_ai
-frame_path, actions = sys.argv[1], int(sys.argv[2])
+frame_path, actions, lookahead = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 data = open(frame_path).read()
 obs = sequence_ai.Observation(
     images=[sequence_ai.ImageFrame(view=v, data=data) for v in ("exterior_1", "wrist_left")],
@@ -42,7 +42,7 @@ with sequence_ai.connect("pi05-droid") as policy:
     policy.predict(obs)  # admission, TLS handshake, catalogue: not part of the measurement
     cpu0, wall0 = time.process_time(), time.perf_counter()
     out = policy.run(observe=lambda: obs, act=lambda a: None, validate=lambda a: True, max_actions=actions,
-                     progress=False)
+                     progress=False, lookahead=lookahead)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
 print(json.dumps({"version": sequence_ai.__version__, "actions": out.actions, "chunks": out.chunks,
                   "underruns": out.underruns, "underrun_s": out.underrun_s, "cpu_s": cpu, "wall_s": wall,
@@ -70,14 +70,15 @@ def public_python() -> str:
     return python
 
 
-def drive(python: str, env: dict, frame_path: str, actions: int, ours: bool) -> dict:
+def drive(python: str, env: dict, frame_path: str, actions: int, ours: bool, lookahead: int) -> dict:
     env = dict(env)
     if ours:
         env["PYTHONPATH"] = ROOT
     else:
         env.pop("PYTHONPATH", None)
     # Run from a neutral directory so the public client never imports this checkout by accident.
-    result = subprocess.run([python, "-c", DRIVER, frame_path, str(actions)], env=env, capture_output=True,
+    result = subprocess.run([python, "-c", DRIVER, frame_path, str(actions), str(lookahead)], env=env,
+                            capture_output=True,
                             text=True, cwd=tempfile.gettempdir(), timeout=300)
     if result.returncode != 0:
         return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -94,26 +95,27 @@ def main() -> int:
     from sequence_ai.platform.spawn import LocalPlatform
 
     latencies = [float(x) for x in args.latencies.split(",")]
-    clients = [("ours", sys.executable, True)]
+    clients = [("ours", sys.executable, True, 1)]
     if not args.ours_only:
         try:
-            clients.append(("public 0.20.0", public_python(), False))
+            clients.append(("public 0.20.0", public_python(), False, 1))
         except Exception as exc:  # no network, no pip: still bench our own client
             print(f"public client unavailable ({exc}); benchmarking ours only", file=sys.stderr)
+    clients.append(("ours la=2", sys.executable, True, 2))  # two chunks in flight: hides latency > one chunk
     with tempfile.NamedTemporaryFile("w", suffix=".b64", delete=False) as frame:
         frame.write(jpeg_224())
     rows = []
     with LocalPlatform() as platform:
         env = {**os.environ, **platform.env()}
         for latency in latencies:
-            for name, python, ours in clients:
+            for name, python, ours, lookahead in clients:
                 platform.reset()
                 platform.fault("latency", ms=latency * 1000.0)
-                result = drive(python, env, frame.name, args.actions, ours)
+                result = drive(python, env, frame.name, args.actions, ours, lookahead)
                 rows.append((latency, name, result))
                 print(f"  latency {latency:.1f}s  {name:<14} {summary(result)}", file=sys.stderr)
     os.unlink(frame.name)
-    print_table(rows, [name for name, _, _ in clients])
+    print_table(rows, [name for name, _, _, _ in clients])
     return 0
 
 
@@ -135,7 +137,7 @@ def print_table(rows: list, names: list) -> None:
             continue
         print(f"{latency:>7.1f}s  {name:<14} {r['cpu_s'] / max(1, r['actions']) * 1000:>10.3f} "
               f"{r['underruns']:>9} {r['underrun_s']:>8.2f} {r['chunks']:>6}  {r['reason']}")
-    if len(names) < 2:
+    if len(names) < 2 or not names[1].startswith("public"):
         return
     print(f"\nratios ours / {names[1]} (below 1 = ours is cheaper)")
     for latency, pair in by_latency.items():
