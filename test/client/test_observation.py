@@ -94,7 +94,7 @@ def test_images_must_be_a_mapping(catalogue):
 
 def test_aspect_refusal_surfaces_from_observation(catalogue):
     camera = natural_frame(640, 480)
-    with pytest.raises(ValueError, match="crop"):
+    with pytest.raises(ValueError, match="Crop the frame to 16:9"):
         observation(catalogue["cosmos3-edge-policy-droid"],
                     images={"exterior_1": camera, "exterior_2": camera, "wrist_left": camera},
                     joints=[0.0] * 7, gripper=[0.0], instruction="x")
