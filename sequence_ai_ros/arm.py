@@ -65,6 +65,7 @@ class ArmLoop:
         self.unsafe_reason = ""
         self.holds = 0
         self.published_this_tick = 0
+        self._chunk_start = True
 
     # -- per run -------------------------------------------------------------------------------
     def begin_run(self, instruction: str) -> None:
@@ -93,6 +94,7 @@ class ArmLoop:
 
     def on_chunk(self, chunk: Any) -> None:
         """A chunk was installed: remember the joint state its rows are relative to."""
+        self._chunk_start = True
         if not self.mapping.needs_q_ref:
             return
         source = getattr(chunk, "observation", None)
@@ -115,8 +117,13 @@ class ArmLoop:
         q_ref = self._take_q_ref() if self.mapping.needs_q_ref else None
         try:
             command = self.mapping.command(row, q_ref)
-            previous = self.last_command.joints if (self.last_command and command.interface == "position") else (
-                reading.positions if command.interface == "position" else None)
+            previous = None
+            if command.interface == "position":
+                # Steps are measured from the target the arm is tracking: the last published one,
+                # or where it is (first command, or a dry run that publishes nothing).
+                # In a dry run the arm stays put, so a new chunk starts from where it really is.
+                dry_seam = self.config.dry_run and self._chunk_start
+                previous = self.last_command.joints if (self.last_command and not dry_seam) else reading.positions
             check_command(command.joints, command.interface, self.limits, previous, self.period_s())
         except (UnsafeCommand, ValueError) as exc:
             self.unsafe_reason = str(exc)
@@ -124,6 +131,7 @@ class ArmLoop:
             self._pending = None
             return False
         self._pending = command
+        self._chunk_start = False
         return True
 
     def act(self, row: Sequence[float]) -> None:
@@ -131,7 +139,7 @@ class ArmLoop:
         if command is None:  # validate is always attached by the node; never publish unchecked
             raise RuntimeError("act() called without a validated command")
         self.publisher.publish(command, self.period_s())
-        self.last_command = command
+        self.last_command = command  # in a dry run: the last computed one
         self.published_this_tick += 1
 
     def hold(self) -> None:

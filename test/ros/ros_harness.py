@@ -172,6 +172,9 @@ NODE_TOPICS: Dict[str, Any] = {
     "command_topic": "arm_controller/commands",
     "startup_timeout_s": 60.0,
     "prefetch": False,
+    # Generous input ages: the test process publishing the camera shares two cores with everything.
+    "max_image_age_s": 1.5,
+    "max_joint_state_age_s": 1.0,
 }
 
 

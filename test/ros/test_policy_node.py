@@ -113,7 +113,7 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(ros, policy_node,
 
 
 def test_stale_camera_stops_the_run_holds_and_says_which(ros, policy_node, platform):
-    process, arm, planner = start_arm(ros, policy_node, platform, max_image_age_s=0.3)
+    process, arm, planner = start_arm(ros, policy_node, platform, max_image_age_s=0.6)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
     assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
     arm.silent_views.add("wrist_left")
@@ -124,7 +124,7 @@ def test_stale_camera_stops_the_run_holds_and_says_which(ros, policy_node, platf
     assert response.result.status == Act.Result.STATUS_STALE_INPUT
     assert outcome.reason == "stale_input" and "wrist_left" in outcome.message and outcome.held
     last_t = arm.command_log()[-1][0]
-    assert last_t - silenced <= 0.3 + STOP_BOUND_S + 0.2
+    assert last_t - silenced <= 0.6 + STOP_BOUND_S + 0.2
 
 
 def test_nan_actions_are_never_published_and_the_run_aborts_held(ros, policy_node, platform):
@@ -227,3 +227,77 @@ def test_two_namespaced_nodes_drive_two_arms_at_once(ros, policy_node, platform)
     assert max(abs(x - y) for x, y in zip(end_a[:7], end_b[:7])) > 1e-3
     intervals = [b - a for (a, _), (b, _) in zip(arm_a.command_log(), arm_a.command_log()[1:])]
     assert statistics.median(intervals) == pytest.approx(PERIOD, rel=0.15)
+
+
+def test_a_model_without_a_verified_velocity_conversion_refuses_to_start_naming_why(ros, policy_node, platform):
+    process, _ = policy_node(platform, model="cosmos3-edge-policy-droid", command_interface="velocity",
+                             camera_views=["exterior_1", "exterior_2", "wrist_left"],
+                             camera_topics=["a", "b", "c"], camera_compressed=[False, False, False])
+    assert process.process.wait(20) == 1
+    output = process.output()
+    assert "cosmos3-edge-policy-droid" in output and "command_interface: position" in output
+
+
+def test_a_missing_camera_view_refuses_to_start_naming_it(ros, policy_node, platform):
+    process, _ = policy_node(platform, camera_views=["exterior_1"], camera_topics=["a"], camera_compressed=[False])
+    assert process.process.wait(20) == 1
+    assert "wrist_left" in process.output()
+
+
+def test_until_topic_ends_the_run_with_reason_until(ros, policy_node, platform):
+    from std_msgs.msg import Bool
+
+    process, arm, planner = start_arm(ros, policy_node, platform, until_topic="done")
+    done = ros.node.create_publisher(Bool, f"{arm.ns}/done", 10)
+    handle = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    done.publish(Bool(data=True))
+    response = Planner.result(handle)
+    assert response.status == 4 and response.result.status == Act.Result.STATUS_UNTIL
+    assert response.result.outcome.reason == "until" and response.result.outcome.held
+
+
+def test_dry_run_computes_but_publishes_nothing(ros, policy_node, platform):
+    process, arm, planner = start_arm(ros, policy_node, platform, dry_run=True)
+    result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
+    assert result.status == Act.Result.STATUS_TIMEOUT and result.outcome.actions > 5
+    time.sleep(0.3)
+    assert arm.command_log() == []
+    process.stop()
+    assert "dry_run: position command" in process.output()
+
+
+def test_joint_trajectory_commands_carry_names_and_positions(ros, policy_node, platform):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from ros_harness import RosHarness
+    from trajectory_msgs.msg import JointTrajectory
+
+    process, arm, planner = start_arm(ros, policy_node, platform, command_type="joint_trajectory")
+    received = []
+    # A second DDS participant: one participant cannot hold two types on the arm double's topic.
+    controller = RosHarness()
+    try:
+        controller.node.create_subscription(JointTrajectory, f"{arm.ns}/arm_controller/commands", received.append,
+                                            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        time.sleep(1.0)
+        result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
+        time.sleep(0.3)
+    finally:
+        controller.close()
+    assert len(received) == result.outcome.actions + 1
+    first = received[0]
+    assert list(first.joint_names) == [f"fr3_joint{i}" for i in range(1, 8)] + ["fr3_finger_joint1"]
+    point = first.points[0]
+    assert len(point.positions) == 8 and not point.velocities
+    assert point.time_from_start.nanosec == pytest.approx(1e9 / HZ, rel=0.01)
+
+
+def test_velocity_interface_holds_with_zero_velocity(ros, policy_node, platform):
+    process, arm, planner = start_arm(ros, policy_node, platform, command_interface="velocity")
+    result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
+    assert result.status == Act.Result.STATUS_TIMEOUT
+    time.sleep(0.3)
+    commands = arm.command_log()
+    assert len(commands) >= result.outcome.actions + 1
+    assert commands[-1][1][:7] == [0.0] * 7, "the hold of a velocity controller is zero"
+    assert any(abs(v) > 1e-6 for _, c in commands[:-1] for v in c[:7]), "the run itself moved"
