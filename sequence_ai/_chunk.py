@@ -32,6 +32,8 @@ class ActionChunk:
     open_loop_horizon: Optional[int] = None
     sustains_seconds: Optional[float] = None
     extra: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The observation the chunk was computed from (set on the chunks run() hands to on_chunk).
+    observation: Any = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.steps)

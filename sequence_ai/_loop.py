@@ -13,6 +13,7 @@ the hold; the worker is told the episode ended in every case.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
@@ -48,7 +49,7 @@ class RunSettings:
                  on_status: Optional[Callable[[str], Any]], on_warming: Optional[Callable[[float, float], Any]],
                  prefetch: bool, lookahead: int, open_loop_horizon: Optional[int], max_seconds: Optional[float],
                  until: Optional[Callable[[], bool]], startup_timeout_s: float, smooth_seam: int,
-                 pacer: Optional[Pacer], control_hz: Optional[float], episode_id: Optional[str],
+                 align_chunks: bool, pacer: Optional[Pacer], control_hz: Optional[float], episode_id: Optional[str],
                  options: Dict[str, Any]):
         if not isinstance(max_actions, int) or isinstance(max_actions, bool) or max_actions <= 0:
             raise ValueError("max_actions must be a positive int")
@@ -63,6 +64,7 @@ class RunSettings:
         self.on_chunk, self.on_underrun, self.on_status, self.on_warming = on_chunk, on_underrun, on_status, on_warming
         self.prefetch, self.lookahead, self.open_loop_horizon = prefetch, lookahead, open_loop_horizon
         self.max_seconds, self.startup_timeout_s, self.smooth_seam = max_seconds, startup_timeout_s, smooth_seam
+        self.align_chunks = bool(align_chunks)
         self.pacer: Pacer = pacer if pacer is not None else MonotonicPacer()
         self.control_hz = control_hz
         self.episode_id = episode_id or uuid.uuid4().hex
@@ -135,8 +137,10 @@ class ControlLoop:
         return observation
 
     def submit(self, timeout_s: Optional[float] = None) -> InFlight:
-        return self.p._submit(self.observe(), timeout_s=timeout_s, episode_id=self.s.episode_id,
-                              options=self.s.options)
+        flight = self.p._submit(self.observe(), timeout_s=timeout_s, episode_id=self.s.episode_id,
+                                options=self.s.options)
+        flight.actions_at_submit = self.actions
+        return flight
 
     def wait_for(self, flight: InFlight) -> float:
         """Block until `flight` is done, checking interrupt and max_seconds every 20 ms."""
@@ -240,6 +244,10 @@ class ControlLoop:
     def install(self, prediction: Prediction, flight: InFlight, warmup_s: Optional[float] = None) -> None:
         chunk = prediction.action_chunk
         rows = chunk.executable_rows(self.s.open_loop_horizon)
+        if self.s.align_chunks:
+            # Row i is the action for i periods after the observation; the rows for the periods
+            # the arm already spent playing the previous chunk are in the past: skip them.
+            rows = rows[min(max(0, self.actions - flight.actions_at_submit), len(rows) - 1):]
         append = self.s.lookahead > 1
         before = self.p._buffer.last() if append else None
         before = before if before is not None else self.last_action
@@ -254,7 +262,7 @@ class ControlLoop:
         self.chunks += 1
         self.action_space = chunk.action_space
         if self.s.on_chunk is not None:
-            self.s.on_chunk(chunk)
+            self.s.on_chunk(dataclasses.replace(chunk, observation=flight.observation))
 
     # -- the loop --------------------------------------------------------------------------
 

@@ -46,6 +46,8 @@ class InFlight:
 
     fetch: Fetch
     trace: ActTrace
+    observation: Any = None  # what was sent: the chunk's rows are relative to this moment
+    actions_at_submit: int = 0  # actions the run had executed when the observation was taken
 
     def service_s(self) -> Optional[float]:
         """Refill latency without one-off costs (admission, reconnect backoff): what the
@@ -222,7 +224,7 @@ class Policy:
                 self._telemetry.submit(act_report(trace, "warming" if warming else "error"))
                 raise
 
-        return InFlight(Fetch(call), trace)
+        return InFlight(Fetch(call), trace, observation)
 
     def _check_width(self, chunk: ActionChunk) -> None:
         """A chunk narrower or wider than the model declares is never played: its columns would
@@ -318,7 +320,8 @@ class Policy:
             on_warming: Optional[Callable[[float, float], Any]] = None, progress: Any = "auto",
             prefetch: bool = True, lookahead: int = 1, open_loop_horizon: Optional[int] = None,
             max_seconds: Optional[float] = None, until: Optional[Callable[[], bool]] = None,
-            startup_timeout_s: Optional[float] = None, smooth_seam: int = 0, pacer: Optional[Pacer] = None,
+            startup_timeout_s: Optional[float] = None, smooth_seam: int = 0, align_chunks: bool = False,
+            pacer: Optional[Pacer] = None,
             control_hz: Optional[float] = None, episode_id: Optional[str] = None, **options: Any) -> RunOutcome:
         """Drive the robot for at most `max_actions` actions (see the module docstring)."""
         if validate is None:
@@ -330,7 +333,7 @@ class Policy:
             on_underrun=on_underrun, on_status=on_status, on_warming=on_warming, prefetch=prefetch,
             lookahead=lookahead, open_loop_horizon=open_loop_horizon, max_seconds=max_seconds, until=until,
             startup_timeout_s=self._startup_timeout_s if startup_timeout_s is None else startup_timeout_s,
-            smooth_seam=smooth_seam, pacer=pacer, control_hz=control_hz or self._control_hz, episode_id=episode_id,
+            smooth_seam=smooth_seam, align_chunks=align_chunks, pacer=pacer, control_hz=control_hz or self._control_hz, episode_id=episode_id,
             options=options)
         with self._guard.driving():
             self._interrupt.clear()
