@@ -19,4 +19,3 @@ def test_run_completes_max_actions_without_hold(platform):
     assert robot.holds == 0
     assert out.chunks >= 3  # 8 rows per chunk (open_loop_horizon)
     assert str(out).startswith("RunOutcome(20 actions over ") and str(out).endswith(", completed)")
-    print(out, policy.progress())
