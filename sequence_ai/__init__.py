@@ -44,6 +44,7 @@ _LAZY = {
     "depth": "._oneshot",
     "embed": "._oneshot",
     "DecideResult": "._oneshot",
+    "Perception": "._oneshot",
     "recipes": ".recipes",
 }
 

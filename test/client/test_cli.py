@@ -125,3 +125,11 @@ def test_console_script_entry_point_runs(tmp_path):
     done = subprocess.run([sys.executable, "-m", "sequence_ai.cli", "--version"], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert done.stdout.strip() == f"sequence-ai {__version__}"
+
+
+def test_doctor_reports_a_certificate_that_does_not_match_the_pin(platform, env_of, capsys):
+    env_of(platform)
+    platform.fault("bad_fingerprint", route="connect", count=1)
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "CERT PIN MISMATCH" in out and "latency" not in out
