@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Protocol
 
 from .._actions import prepare
-from .._observation import observation
 from .._wire import Model
-from ._check import compare, live_row
+from ._common import SensingArm, compare, live_row, observe
 
 SHORT_ID = "cosmos3-edge-policy-droid"
 
@@ -29,12 +28,9 @@ ASSUMPTIONS: Dict[str, Any] = {
 }
 
 
-class PositionArm(Protocol):
+class PositionArm(SensingArm, Protocol):
     """The robot side: three cameras, 7 joints + gripper, a joint-position command."""
 
-    def cameras(self) -> Dict[str, Any]: ...  # {"exterior_1": ..., "exterior_2": ..., "wrist_left": ...}
-    def joint_positions(self) -> List[float]: ...
-    def gripper_position(self) -> float: ...
     def move_to_joint_positions(self, target: List[float]) -> None: ...
 
 
@@ -47,15 +43,8 @@ def run(policy: Any, arm: PositionArm, model: Model, instruction: str, *, chunks
     """Observe → predict → command the open-loop part of each chunk as targets; returns steps."""
     steps = 0
     for _ in range(chunks):
-        obs = observation(
-            model,
-            images=arm.cameras(),
-            joints=arm.joint_positions(),
-            gripper=[arm.gripper_position()],
-            instruction=instruction,
-        )
-        chunk = policy.predict(obs).action_chunk
+        chunk = policy.predict(observe(arm, model, instruction)).action_chunk
         for i in range(chunk.open_loop_horizon or len(chunk)):
-            arm.move_to_joint_positions(prepare(chunk, model, i))
+            arm.move_to_joint_positions(prepare(chunk, model, i))  # rows are targets: command them as they are
             steps += 1
     return steps

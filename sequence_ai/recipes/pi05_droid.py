@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Protocol
 
 from .._actions import prepare
-from .._observation import observation
 from .._wire import Model
-from ._check import compare, live_row
+from ._common import SensingArm, compare, live_row, observe
 
 SHORT_ID = "pi05-droid"
 
@@ -32,12 +31,9 @@ ASSUMPTIONS: Dict[str, Any] = {
 }
 
 
-class VelocityArm(Protocol):
+class VelocityArm(SensingArm, Protocol):
     """The robot side: two cameras, 7 joints + gripper, a joint-velocity step."""
 
-    def cameras(self) -> Dict[str, Any]: ...  # {"exterior_1": frame, "wrist_left": frame}
-    def joint_positions(self) -> List[float]: ...
-    def gripper_position(self) -> float: ...
     def step(self, action: List[float]) -> None: ...
 
 
@@ -50,15 +46,8 @@ def run(policy: Any, arm: VelocityArm, model: Model, instruction: str, *, chunks
     """Observe → predict → play the open-loop part of each chunk; returns the number of steps."""
     steps = 0
     for _ in range(chunks):
-        obs = observation(
-            model,
-            images=arm.cameras(),
-            joints=arm.joint_positions(),
-            gripper=[arm.gripper_position()],
-            instruction=instruction,
-        )
-        chunk = policy.predict(obs).action_chunk
+        chunk = policy.predict(observe(arm, model, instruction)).action_chunk
         for i in range(chunk.open_loop_horizon or len(chunk)):
-            arm.step(prepare(chunk, model, i))
+            arm.step(prepare(chunk, model, i))  # velocities for the joint-velocity controller
             steps += 1
     return steps

@@ -1,10 +1,25 @@
-"""Comparing a recipe's written-down assumptions with the live catalogue row."""
+"""What every recipe shares: the robot's sensing side, building its observation, and comparing
+the recipe's written-down assumptions with the live catalogue row."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Protocol
 
-from .._wire import Model
+from .._observation import observation
+from .._wire import Model, Observation
+
+
+class SensingArm(Protocol):
+    """Cameras by view name, 7 joint positions and one gripper position."""
+
+    def cameras(self) -> Dict[str, Any]: ...
+    def joint_positions(self) -> List[float]: ...
+    def gripper_position(self) -> float: ...
+
+
+def observe(arm: SensingArm, model: Model, instruction: str) -> Observation:
+    return observation(model, images=arm.cameras(), joints=arm.joint_positions(),
+                       gripper=[arm.gripper_position()], instruction=instruction)
 
 
 def compare(short_id: str, assumptions: Dict[str, Any], live: Optional[Model]) -> List[str]:
