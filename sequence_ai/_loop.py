@@ -89,13 +89,14 @@ class ControlLoop:
         self.last_action: Optional[List[float]] = None
         self.warm: Optional[WarmWait] = None
         self.running = False
+        self.ended: Optional[float] = None
         self.final: Optional[RunOutcome] = None
         self._resets_at_start = policy._worker.episode_resets
 
     # -- small helpers ---------------------------------------------------------------------
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return (self.ended or time.monotonic()) - self.started
 
     def interrupted(self) -> bool:
         return self.p._interrupt.is_set()
@@ -312,6 +313,7 @@ class ControlLoop:
             reason = f"raised:{type(exc).__name__}"
             error = exc
         finally:
+            self.ended = time.monotonic()
             self.running = False
             if reason in ("interrupted", "validate") or (reason or "").startswith("raised:"):
                 # Never resume a chunk that produced a refused action or whose run failed.

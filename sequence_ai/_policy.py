@@ -203,6 +203,8 @@ class Policy:
     def _submit(self, observation: Any, *, timeout_s: Optional[float] = None, episode_id: Optional[str] = None,
                 options: Optional[Mapping[str, Any]] = None) -> InFlight:
         """Check and encode on this thread, then send on a background one."""
+        if self._closed:
+            raise SequencesError("this Policy is closed")
         row = self._row() if self._check.mode != "off" else None
         observation = self._check.apply(row, observation)
         body = act_body(self.model, observation, seed=self._seed, options=options or {})
@@ -335,6 +337,8 @@ class Policy:
             startup_timeout_s=self._startup_timeout_s if startup_timeout_s is None else startup_timeout_s,
             smooth_seam=smooth_seam, align_chunks=align_chunks, pacer=pacer, control_hz=control_hz or self._control_hz, episode_id=episode_id,
             options=options)
+        if self._closed:
+            raise SequencesError("this Policy is closed")
         with self._guard.driving():
             self._interrupt.clear()
             self._lookahead = lookahead

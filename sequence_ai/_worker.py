@@ -133,9 +133,14 @@ class WorkerConnection:
         warnings.warn("the worker changed mid-episode; its per-episode state did not carry over",
                       UserWarning, stacklevel=4)
 
+    def _open(self) -> None:
+        if self._closed:  # an abandoned request must not re-admit a closed Policy
+            raise Abandoned("the Policy is closed")
+
     def _current(self, trace: ActTrace) -> _Link:
         """The link to use now: admit if there is none, renew the lease if it is due (§6.3)."""
         with self._lock:
+            self._open()
             link = self._link
             if link is not None and (link.renew_at is None or self._clock() < link.renew_at):
                 return link
@@ -153,6 +158,7 @@ class WorkerConnection:
 
     def _reconnect(self, failed: _Link, trace: ActTrace) -> _Link:
         with self._lock:
+            self._open()
             if self._link is not failed and self._link is not None:
                 return self._link  # another thread already replaced it
             started = self._clock()

@@ -283,3 +283,31 @@ def test_a_completed_run_leaves_its_rows_for_the_next_run(platform):
         assert policy.buffered == 5
         out = policy.run(**run_kwargs(robot), max_actions=5)
     assert out.chunks == 0 and len(platform.requests()) == 1
+
+
+def test_predict_waits_out_a_cold_worker_and_books_the_warmup(platform):
+    platform.fault("warming", seconds=1.0, eta_s=1)
+    calls = []
+    with policy_for(platform, on_warming=lambda waited, eta: calls.append(eta)) as policy, \
+            pytest.warns(UserWarning, match="warming"):
+        prediction = policy.predict(observation())
+    assert calls and prediction.perf["warmup_ms"] >= 900
+
+
+def test_startup_timeout_zero_opts_out_of_the_warm_wait(platform):
+    platform.fault("warming", seconds=30)
+    robot = Robot()
+    with policy_for(platform, startup_timeout_s=0) as policy, pytest.raises(sequence_ai.Unavailable) as info:
+        policy.run(**run_kwargs(robot), max_actions=5)
+    assert info.value.warming and robot.holds == 1
+
+
+def test_a_closed_policy_refuses_to_drive(platform):
+    robot = Robot()
+    policy = policy_for(platform)
+    policy.close()
+    policy.close()  # idempotent
+    with pytest.raises(SequencesError, match="closed"):
+        policy.run(**run_kwargs(robot), max_actions=5)
+    with pytest.raises(SequencesError, match="closed"):
+        policy.predict(observation())

@@ -1,0 +1,32 @@
+"""Telemetry never disturbs the loop: failures are swallowed, reports carry timings only."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from sequence_ai._telemetry import TelemetrySender, act_report
+from sequence_ai._worker import ActTrace
+
+
+def test_telemetry_to_an_unreachable_gateway_is_swallowed():
+    sender = TelemetrySender(httpx.Client(base_url="http://127.0.0.1:9", timeout=0.5))
+    trace = ActTrace(rid="r-00000001", rtt_s=0.1)
+    started = time.monotonic()
+    for _ in range(100):
+        sender.submit(act_report(trace, "served", total_s=0.12, perf={"handler_ms": 40.0}))
+    assert time.monotonic() - started < 0.1  # submitting never waits on the network
+    sender.close()
+    assert sender.sent == 0
+
+
+def test_served_report_derives_network_time_from_handler_time():
+    report = act_report(ActTrace(rid="r-1", rtt_s=0.1), "served", total_s=0.12, perf={"handler_ms": 40.0})
+    assert report["client"]["rtt_ms"] == 100.0 and report["client"]["network_ms"] == 60.0
+    assert report["client"]["total_ms"] == 120.0 and report["perf"] == {"handler_ms": 40.0}
+
+
+def test_failed_report_has_no_perf_and_no_total():
+    report = act_report(ActTrace(rid="r-1"), "error", perf={"handler_ms": 1.0})
+    assert report["perf"] == {} and report["client"]["total_ms"] is None and report["client"]["network_ms"] is None
