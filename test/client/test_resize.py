@@ -117,3 +117,16 @@ def test_letterbox_bars_are_black_and_centred():
     ours = np.asarray(Image.open(io.BytesIO(base64.b64decode(encode(frame, PI05, quality=100)))))
     assert ours[:40].max() <= 8 and ours[-40:].max() <= 8  # 49 black rows above and below
     assert abs(int(ours[112, 112, 0]) - 200) <= 3
+
+
+@pytest.mark.parametrize("model", [None, COSMOS], ids=["640 cap (lanczos)", "stretch (bilinear)"])
+def test_banded_resize_equals_one_pillow_resize(model, monkeypatch):
+    from sequence_ai import _resize
+
+    frame = natural_frame(1920, 1080, seed=7)
+    size_plan = plan(1920, 1080, model)
+    whole = np.asarray(Image.fromarray(frame).resize(size_plan.resize_to, {"lanczos": Image.LANCZOS}.get(
+        size_plan.filter, Image.BILINEAR))).astype(int)
+    monkeypatch.setenv("SEQUENCES_ENCODE_THREADS", "3")
+    banded = np.asarray(_resize.apply(Image.fromarray(frame), size_plan)).astype(int)
+    assert np.abs(banded - whole).max() <= 1
