@@ -245,11 +245,12 @@ class ControlLoop:
     def install(self, prediction: Prediction, flight: InFlight, warmup_s: Optional[float] = None) -> None:
         chunk = prediction.action_chunk
         rows = chunk.executable_rows(self.s.open_loop_horizon)
-        if self.s.align_chunks:
-            # Row i is the action for i periods after the observation; the rows for the periods
-            # the arm already spent playing the previous chunk are in the past: skip them.
-            rows = rows[min(max(0, self.actions - flight.actions_at_submit), len(rows) - 1):]
         append = self.s.lookahead > 1
+        if self.s.align_chunks:
+            # Row i is the action for i periods after the observation. The chunk starts playing
+            # once what is buffered ahead of it has played; rows for earlier periods are past.
+            starts_at = self.actions + (len(self.p._buffer) if append else 0)
+            rows = rows[min(max(0, starts_at - flight.actions_at_submit), len(rows) - 1):]
         before = self.p._buffer.last() if append else None
         before = before if before is not None else self.last_action
         if self.actions > 0:
