@@ -66,11 +66,15 @@ class ArmLoop:
         self.holds = 0
         self.published_this_tick = 0
         self._chunk_start = True
+        self._blend_in_node = mapping.needs_q_ref and config.smooth_seam > 0 and config.command_interface == "position"
+        self._seam_anchor: Optional[List[float]] = None
+        self._seam_index = 0
 
     # -- per run -------------------------------------------------------------------------------
     def begin_run(self, instruction: str) -> None:
         with self._lock:
             self.instruction = instruction
+            self._seam_anchor = None
             self._origins.clear()
             self._pending = None
             self.last_command = None
@@ -95,6 +99,14 @@ class ArmLoop:
     def on_chunk(self, chunk: Any) -> None:
         """A chunk was installed: remember the joint state its rows are relative to."""
         self._chunk_start = True
+        with self._lock:
+            # Seam ramp in command space for displacement rows (the client blends absolute rows
+            # itself): from the last target, never on the run's first chunk.
+            if self._blend_in_node and self.last_command is not None:
+                self._seam_anchor = list(self.last_command.joints)
+                self._seam_index = 0
+            else:
+                self._seam_anchor = None
         if not self.mapping.needs_q_ref:
             return
         source = getattr(chunk, "observation", None)
@@ -116,7 +128,7 @@ class ArmLoop:
             sample.fresh()  # a camera that stopped stops the run, even mid-chunk
         q_ref = self._take_q_ref() if self.mapping.needs_q_ref else None
         try:
-            command = self.mapping.command(row, q_ref)
+            command = self._ramp(self.mapping.command(row, q_ref))
             previous = None
             if command.interface == "position":
                 # Steps are measured from the target the arm is tracking: the last published one,
@@ -167,6 +179,22 @@ class ArmLoop:
         return Command(tuple(joints), gripper, "position")
 
     # -- helpers -------------------------------------------------------------------------------
+    def _ramp(self, command: Command) -> Command:
+        """The first smooth_seam targets of a new chunk, ramped linearly out of the last target."""
+        with self._lock:
+            anchor = self._seam_anchor
+            if anchor is None:
+                return command
+            n = self.config.smooth_seam
+            i = self._seam_index
+            self._seam_index += 1
+            if i >= n:
+                self._seam_anchor = None
+                return command
+        w = (i + 1) / (n + 1)
+        joints = tuple((1 - w) * a + w * b for a, b in zip(anchor, command.joints))
+        return Command(joints, command.gripper, command.interface)
+
     def _take_q_ref(self) -> Optional[List[float]]:
         with self._lock:
             while self._origins and self._origins[0].rows_left <= 0:

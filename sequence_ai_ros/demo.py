@@ -72,8 +72,8 @@ class _Recorder:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action import ActionClient
         from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.action import ActionClient
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import Float64MultiArray
 

@@ -52,6 +52,7 @@ class NodeConfig:
     prefetch: bool
     lookahead: int
     smooth_seam: int
+    align_chunks: bool
     startup_timeout_s: float
     request_timeout_s: float
     dry_run: bool
@@ -94,6 +95,7 @@ PARAMETERS = {
     "max_joint_state_age_s": (0.25, dict(description="Joint states older than this stop the run", floats=(0.005, 60.0))),
     "prefetch": (True, dict(description="Request the next chunk while the current one plays")),
     "lookahead": (1, dict(description="Chunks held in the buffer (1 = a new chunk replaces the buffer)", ints=(1, 8))),
+    "align_chunks": (True, dict(description="Start each prefetched chunk at the present: skip the rows for periods the arm already played while it was computed")),
     "smooth_seam": (0, dict(description="Blend the first N steps of each new chunk (absolute action spaces only)", ints=(0, 64))),
     "startup_timeout_s": (1800.0, dict(description="How long to wait for a cold worker before the first action, s", floats=(0.0, 7200.0))),
     "request_timeout_s": (30.0, dict(description="Timeout of one steady-state request, s", floats=(0.5, 600.0))),
@@ -175,6 +177,7 @@ def read(node: Node) -> NodeConfig:
         prefetch=bool(_value(node, "prefetch")),
         lookahead=int(_value(node, "lookahead")),
         smooth_seam=int(_value(node, "smooth_seam")),
+        align_chunks=bool(_value(node, "align_chunks")),
         startup_timeout_s=float(_value(node, "startup_timeout_s")),
         request_timeout_s=float(_value(node, "request_timeout_s")),
         dry_run=bool(_value(node, "dry_run")),

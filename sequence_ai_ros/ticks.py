@@ -3,7 +3,7 @@
 A ROS timer at the model's control frequency calls `tick()`; the client's control loop, running on
 the goal's thread, calls `wait()` after each action and blocks until the next tick. Pacing thus
 follows the node's clock (sim time included) and there is no second schedule. Missed ticks are
-dropped, never replayed as a burst.
+dropped, never replayed as a burst; after a stall the next action waits for the next tick.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ class TimerTicks:
     def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
         with self._cond:
             self.waits += 1
+            if self._ticks > self._seen + 1:
+                # More than one tick went by since the last action (a refill stall, or the run's
+                # first fill): re-anchor on the next tick rather than act at once off the beat.
+                self._seen = self._ticks
             while self._ticks <= self._seen and not interrupted():
                 self._cond.wait(_POLL_S)
             self._seen = self._ticks

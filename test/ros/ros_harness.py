@@ -27,6 +27,7 @@ from sequence_ai_ros.msg import RunOutcome, WarmingStatus
 from sequence_ai_ros.srv import SetInstruction
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_ros.processes import NodeProcess
 
@@ -48,7 +49,8 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.
 class ArmDouble:
     """The robot side, in the test process, under namespace `ns`."""
 
-    def __init__(self, node, ns: str, views=("exterior_1", "wrist_left"), size=(640, 360)):
+    def __init__(self, node, ns: str, views=("exterior_1", "wrist_left"), size=(640, 360),
+                 command_type: str = "float64_multi_array"):
         self.node = node
         self.ns = ns
         self.q = np.array(HOME)
@@ -68,12 +70,22 @@ class ArmDouble:
         self.image_pubs = {v: node.create_publisher(Image, f"{ns}/cameras/{v}/image_raw", qos_profile_sensor_data)
                            for v in views}
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-        node.create_subscription(Float64MultiArray, f"{ns}/arm_controller/commands", self._on_command, reliable)
+        self.trajectories: List[JointTrajectory] = []
+        if command_type == "joint_trajectory":
+            node.create_subscription(JointTrajectory, f"{ns}/arm_controller/commands", self._on_trajectory, reliable)
+        else:
+            node.create_subscription(Float64MultiArray, f"{ns}/arm_controller/commands", self._on_command, reliable)
         node.create_timer(0.01, self._publish_joints)
         node.create_timer(1 / 15, self._publish_images)
 
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        self.trajectories.append(msg)
+        self._apply(list(msg.points[0].positions) if msg.points else [])
+
     def _on_command(self, msg: Float64MultiArray) -> None:
-        values = list(msg.data)
+        self._apply(list(msg.data))
+
+    def _apply(self, values: List[float]) -> None:
         with self._lock:
             self.commands.append((time.monotonic(), values))
             if len(values) >= 7 and all(math.isfinite(v) for v in values[:7]):
@@ -171,7 +183,6 @@ NODE_TOPICS: Dict[str, Any] = {
     "joint_states_topic": "joint_states",
     "command_topic": "arm_controller/commands",
     "startup_timeout_s": 60.0,
-    "prefetch": False,
     # Generous input ages: the test process publishing the camera shares two cores with everything.
     "max_image_age_s": 1.5,
     "max_joint_state_age_s": 1.0,
@@ -199,7 +210,7 @@ class PolicyNodeFactory:
 def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **parameters: Any):
     """Node + arm double + planner, waited on until the node reports ready."""
     process, ns = policy_node(platform, **parameters)
-    arm = ArmDouble(ros.node, ns)
+    arm = ArmDouble(ros.node, ns, command_type=parameters.get("command_type", "float64_multi_array"))
     planner = Planner(ros.node, ns)
     ready = wait_for(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 30.0)
     assert process.running, process.output()[-2000:]

@@ -35,8 +35,11 @@ def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, poli
     assert result.outcome.reason == "timeout" and result.outcome.held
     commands = run_commands(arm, sent, time.monotonic())
     times = [t for t, _ in commands[:-1]]  # the last one is the hold
-    rate = (len(times) - 1) / (times[-1] - times[0])
+    # The rate while commands flow; stalls for a late chunk are underruns, counted on their own.
+    rate = 1.0 / statistics.median(b - a for a, b in zip(times, times[1:]))
     assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz"
+    flowing = (times[-1] - times[0]) - result.outcome.underrun_s
+    assert abs(flowing * HZ - (len(times) - 1)) <= 0.1 * len(times), "time outside underruns is paced at the model rate"
     assert result.outcome.actions == len(commands) - 1
     assert all(len(v) == 8 and all(math.isfinite(x) for x in v) for _, v in commands)
     assert wait_for(lambda: planner.outcomes, 3.0)
@@ -268,22 +271,11 @@ def test_dry_run_computes_but_publishes_nothing(ros, policy_node, platform):
 
 
 def test_joint_trajectory_commands_carry_names_and_positions(ros, policy_node, platform):
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from ros_harness import RosHarness
-    from trajectory_msgs.msg import JointTrajectory
-
     process, arm, planner = start_arm(ros, policy_node, platform, command_type="joint_trajectory")
-    received = []
-    # A second DDS participant: one participant cannot hold two types on the arm double's topic.
-    controller = RosHarness()
-    try:
-        controller.node.create_subscription(JointTrajectory, f"{arm.ns}/arm_controller/commands", received.append,
-                                            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
-        time.sleep(1.0)
-        result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
-        time.sleep(0.3)
-    finally:
-        controller.close()
+    result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
+    assert result.status == Act.Result.STATUS_TIMEOUT, result.message
+    time.sleep(0.3)
+    received = arm.trajectories
     assert len(received) == result.outcome.actions + 1
     first = received[0]
     assert list(first.joint_names) == [f"fr3_joint{i}" for i in range(1, 8)] + ["fr3_finger_joint1"]

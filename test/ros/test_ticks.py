@@ -1,0 +1,51 @@
+"""The ROS timer as the loop's clock: one action per tick, no bursts after a stall."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from sequence_ai_ros.ticks import TimerTicks
+
+
+def never() -> bool:
+    return False
+
+
+def test_wait_blocks_until_the_next_tick():
+    ticks = TimerTicks()
+    ticks.reset()
+    threading.Timer(0.1, ticks.tick).start()
+    started = time.monotonic()
+    ticks.wait(1 / 15, never)
+    assert 0.08 <= time.monotonic() - started < 1.0
+
+
+def test_a_tick_during_the_action_is_due_at_once():
+    ticks = TimerTicks()
+    ticks.reset()
+    ticks.tick()
+    started = time.monotonic()
+    ticks.wait(1 / 15, never)
+    assert time.monotonic() - started < 0.05
+
+
+def test_after_a_stall_the_next_action_waits_for_a_fresh_tick_instead_of_bursting():
+    ticks = TimerTicks()
+    ticks.reset()
+    for _ in range(5):  # five ticks went by while the loop waited for a chunk
+        ticks.tick()
+    threading.Timer(0.1, ticks.tick).start()
+    started = time.monotonic()
+    ticks.wait(1 / 15, never)
+    assert time.monotonic() - started >= 0.08
+
+
+def test_wait_returns_promptly_when_interrupted():
+    ticks = TimerTicks()
+    ticks.reset()
+    flag = threading.Event()
+    threading.Timer(0.05, flag.set).start()
+    started = time.monotonic()
+    ticks.wait(1 / 15, flag.is_set)
+    assert time.monotonic() - started < 0.2
