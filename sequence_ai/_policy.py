@@ -377,12 +377,14 @@ class Policy:
 
     def progress(self) -> RunProgress:
         """A snapshot of the current (or last) run, safe from any thread."""
-        loop = self._loop
-        if loop is not None:
+        loop, warm = self._loop, self._warm
+        if loop is not None and (loop.running or warm is None):
             return loop.progress()
-        warm = self._warm
-        return RunProgress(buffered=len(self._buffer), instruction=self._latch.value,
-                           warming=bool(warm and warm.active), refill_latency_s=self._latency.estimate_s)
+        active = bool(warm and warm.active)
+        return RunProgress(buffered=len(self._buffer), instruction=self._latch.value, warming=active,
+                           warming_waited_s=warm.waited_s if warm and active else 0.0,
+                           warming_eta_s=warm.eta_s if warm and active else None,
+                           refill_latency_s=self._latency.estimate_s)
 
     @property
     def contract(self) -> Optional[Dict[str, Any]]:

@@ -311,3 +311,17 @@ def test_a_closed_policy_refuses_to_drive(platform):
         policy.run(**run_kwargs(robot), max_actions=5)
     with pytest.raises(SequencesError, match="closed"):
         policy.predict(observation())
+
+
+def test_progress_shows_a_warm_wait_in_predict(platform):
+    platform.fault("warming", seconds=1.5, eta_s=2)
+    seen = []
+    with policy_for(platform, on_warming=lambda waited, eta: None) as policy, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        watcher = threading.Thread(target=lambda: wait_until(lambda: seen.append(policy.progress()) or
+                                                             seen[-1].warming, timeout_s=5.0))
+        watcher.start()
+        policy.predict(observation())
+        watcher.join(5)
+    warming = [s for s in seen if s.warming]
+    assert warming and warming[-1].warming_eta_s >= 1 and not warming[-1].running
