@@ -254,6 +254,13 @@ class Policy:
         self._steps_per_chunk = len(rows)
         self._hz = chunk.control_frequency_hz
 
+    def discard_buffer(self) -> None:
+        """Forget every buffered action and every request in flight, so the next run starts from
+        a fresh observation (rows left by an earlier run are otherwise played first, §7.4).
+        Raises SequencesError if another thread is driving this Policy."""
+        with self._guard.driving():
+            self._drop_pending()
+
     def _drop_pending(self) -> None:
         """Interrupt: forget every buffered action and every request in flight."""
         self._buffer.clear()

@@ -255,8 +255,7 @@ class PolicyNode(Node):
         self.arm.begin_run(goal.instruction)
         self.policy.set_instruction(goal.instruction)
         self.instruction_pub.publish(String(data=goal.instruction))
-        if hasattr(self.policy, "discard_buffer"):
-            self.policy.discard_buffer()  # a new goal never plays rows computed for an old one
+        self.policy.discard_buffer()  # a new goal never plays rows computed for an old one
         self.ticks.reset()
         max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
         held = threading.Event()
