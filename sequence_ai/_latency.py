@@ -4,7 +4,10 @@ An exponential moving average (new = 0.7·old + 0.3·sample, the first sample ta
 worker's *service time*: the wall time of the /act call minus one-off costs that will not recur —
 the gateway admission, warm-wait sleeps and reconnect backoff. Those costs are reported separately
 by the worker connection and never enter the average, so a seven-minute cold start does not make
-the loop prefetch on every tick for the next dozen chunks. See docs/CLIENT-LOOP.md.
+the loop prefetch on every tick for the next dozen chunks.
+
+Beside the average it keeps the mean deviation (gain 1/4, as in TCP's retransmission timer), so
+a jittery link asks for more lead than a steady one of the same mean. See docs/CLIENT-LOOP.md.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class RefillLatency:
     def __init__(self, keep: float = 0.7) -> None:
         self._keep = keep
         self._estimate: Optional[float] = None
+        self._deviation = 0.0
         self._samples = 0
         self._lock = threading.Lock()
 
@@ -41,11 +45,19 @@ class RefillLatency:
             if self._estimate is None:
                 self._estimate = sample_s
             else:
+                self._deviation += 0.25 * (abs(sample_s - self._estimate) - self._deviation)
                 self._estimate = self._keep * self._estimate + (1.0 - self._keep) * sample_s
             self._samples += 1
 
+    @property
+    def deviation_s(self) -> float:
+        with self._lock:
+            return self._deviation
+
     def lead_s(self, hz: float) -> Optional[float]:
-        """How much buffered motion must remain when the next request starts: 1.25 × estimate
-        plus one control period. None until the first sample."""
-        estimate = self.estimate_s
-        return None if estimate is None else 1.25 * estimate + 1.0 / hz
+        """How much buffered motion must remain when the next request starts: 1.25 × estimate,
+        plus twice the mean deviation, plus one control period. None until the first sample."""
+        with self._lock:
+            if self._estimate is None:
+                return None
+            return 1.25 * self._estimate + 2.0 * self._deviation + 1.0 / hz

@@ -37,3 +37,19 @@ def test_lead_is_one_and_a_quarter_estimates_plus_one_period():
     estimator = RefillLatency()
     estimator.record(0.4)
     assert math.isclose(estimator.lead_s(10.0), 0.6)
+
+
+def test_steady_latency_adds_no_deviation_to_the_lead():
+    estimator = RefillLatency()
+    for _ in range(10):
+        estimator.record(0.3)
+    assert estimator.deviation_s == 0.0 and math.isclose(estimator.lead_s(15.0), 1.25 * 0.3 + 1 / 15)
+
+
+def test_jittery_latency_asks_for_more_lead_than_a_steady_one_of_the_same_mean():
+    steady, jittery = RefillLatency(), RefillLatency()
+    for i in range(20):
+        steady.record(0.3)
+        jittery.record(0.15 if i % 2 else 0.45)
+    assert jittery.deviation_s > 0.05
+    assert jittery.lead_s(15.0) > steady.lead_s(15.0) + 0.1
