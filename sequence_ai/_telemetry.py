@@ -70,11 +70,12 @@ class TelemetrySender:
             batch = [self._queue.popleft() for _ in range(min(BATCH_MAX, len(self._queue)))]
         return batch
 
-    def _post(self, batch: List[Dict[str, Any]]) -> None:
+    def _post(self, batch: List[Dict[str, Any]], timeout_s: Optional[float] = None) -> None:
         if not batch:
             return
         try:
-            response = self._client.post("/v1/reports/act", json={"reports": batch})
+            extra = {} if timeout_s is None else {"timeout": timeout_s}
+            response = self._client.post("/v1/reports/act", json={"reports": batch}, **extra)
             if 200 <= response.status_code < 300:
                 self.sent += len(batch)
         except Exception:
@@ -87,16 +88,18 @@ class TelemetrySender:
             self._post(self._take())
 
     def close(self) -> None:
-        """Join the thread for at most 2 s, then flush what is left synchronously."""
+        """Join the thread for at most 2 s, then flush what is left synchronously — unless the
+        thread is still stuck on a slow gateway: shutting a robot down never waits on telemetry."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(2.0)
-        while True:
-            batch = self._take()
-            if not batch:
-                break
-            self._post(batch)
+        if self._thread is None or not self._thread.is_alive():
+            for _ in range(QUEUE_MAX // BATCH_MAX):
+                batch = self._take()
+                if not batch:
+                    break
+                self._post(batch, timeout_s=1.0)
         try:
             self._client.close()
         except Exception:

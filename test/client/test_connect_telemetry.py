@@ -30,3 +30,20 @@ def test_served_report_derives_network_time_from_handler_time():
 def test_failed_report_has_no_perf_and_no_total():
     report = act_report(ActTrace(rid="r-1"), "error", perf={"handler_ms": 1.0})
     assert report["perf"] == {} and report["client"]["total_ms"] is None and report["client"]["network_ms"] is None
+
+
+def test_closing_never_waits_long_on_a_gateway_that_does_not_answer():
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepts connections in the kernel, never answers
+    port = silent.getsockname()[1]
+    try:
+        sender = TelemetrySender(httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10.0))
+        sender.submit(act_report(ActTrace(rid="r-1", rtt_s=0.1), "served", total_s=0.1))
+        started = time.monotonic()
+        sender.close()
+        assert time.monotonic() - started < 3.0
+    finally:
+        silent.close()
