@@ -152,11 +152,17 @@ class Policy:
             return self._spec
 
     def _row(self) -> Optional[Model]:
-        """The row the send-time check uses; a failed lookup disables checking (§7.2)."""
+        """The row the send-time check uses; a failed lookup disables checking (§7.2). Looked up
+        on a background thread so an interrupt is honoured while the gateway is slow."""
         with self._spec_lock:
             if self._row_cache is None:
+                lookup: Fetch = Fetch(lambda cancelled: self._catalogue_row(), name="sequence-ai-catalogue")
+                while not lookup.wait(0.02):
+                    if self._interrupt.is_set():
+                        lookup.abandon()
+                        raise Interrupted()
                 try:
-                    self._row_cache = self._spec = self._catalogue_row()
+                    self._row_cache = self._spec = lookup.result()
                 except SequencesError:
                     self._row_cache = False
             return self._row_cache or None

@@ -105,3 +105,15 @@ def test_stale_interrupt_never_aborts_a_later_predict(platform):
         policy.interrupt()
         prediction = policy.predict(observation())
     assert len(prediction.action_chunk) == 15
+
+
+def test_interrupt_during_a_slow_admission_stops_within_one_period(platform):
+    platform.fault("latency", ms=1500, route="connect")
+    robot = Robot()
+    with policy_for(platform) as policy:
+        thread, box = _run_in_thread(policy, robot, max_actions=50)
+        time.sleep(0.4)  # POST /v1/act/connect is still being answered
+        latency = _interrupt_and_time(policy, robot, thread)
+        time.sleep(1.3)  # let the abandoned admission finish before the policy closes
+    assert box["out"].reason == "interrupted" and robot.holds == 1
+    assert latency <= BOUND_S, f"hold came {latency * 1000:.0f} ms after interrupt()"
