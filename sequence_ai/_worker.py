@@ -213,6 +213,16 @@ class WorkerConnection:
                 repinned = True
                 link = self._reconnect_or_raise(link, trace)
                 continue
+            except RuntimeError:
+                # httpx refuses a client that another thread closed when it replaced the link:
+                # use the replacement (no attempt spent); anything else is not ours to hide.
+                with self._lock:
+                    self._open()
+                    current = self._link
+                if current is None or current is link:
+                    raise
+                link = current
+                continue
             except httpx.HTTPError:
                 failures += 1
                 if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
@@ -248,7 +258,7 @@ class WorkerConnection:
                               UserWarning, stacklevel=2)
             try:
                 return json.loads(response.content)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise SequencesError("malformed /act answer from the worker: not JSON", status) from None
 
     def _reconnect_or_raise(self, failed: _Link, trace: ActTrace) -> _Link:

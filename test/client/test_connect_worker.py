@@ -161,3 +161,14 @@ def test_embodiment_adopted_from_the_connect_answer_is_sent_on_acts(monkeypatch)
     import json
 
     assert json.loads(s.act_requests[0].content)["embodiment"] == "left_arm"
+
+
+def test_a_link_closed_by_another_thread_is_replaced_without_spending_an_attempt(monkeypatch):
+    s = Scripted(monkeypatch, [grant(), grant(epoch=2, secret="dsk_2")], [ok(), ok()])
+    s.connection.act({}, rid="r-00000001")
+    stale = s.connection._link
+    s.connection._reconnect(stale, worker_module.ActTrace())  # another thread replaced the link
+    stale.client.close()
+    monkeypatch.setattr(s.connection, "_current", lambda trace: stale)
+    s.connection.act({}, rid="r-00000002")
+    assert s.act_requests[-1].headers["authorization"] == "Bearer dsk_2"
