@@ -16,6 +16,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import pytest
 from _loop_robot import Robot, policy_for, run_kwargs
 
+# Expected, documented warnings of the paths these tests drive on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore:model is warming", "ignore:the worker changed mid-episode")
+
 from sequence_ai import AuthError, CertPinError, InvalidRequest, OutOfCredit, SequencesError, Unavailable
 
 SHORT = 20  # three chunks of eight rows

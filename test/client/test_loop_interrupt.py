@@ -9,7 +9,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import pytest
 from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs, wait_until
+
+# Expected, documented warnings of the paths these tests drive on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore:model is warming", "ignore:the worker changed mid-episode")
 
 # One control period, with slack for a noisy 2-core machine.
 BOUND_S = 2 * PERIOD + 0.05
