@@ -26,7 +26,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.signals import SignalHandlerOptions
@@ -64,6 +64,7 @@ class PolicyNode(Node):
         c = self.config
 
         self._inputs_group = MutuallyExclusiveCallbackGroup()
+        self._tick_group = MutuallyExclusiveCallbackGroup()  # the control clock waits for nothing else
         self._timer_group = MutuallyExclusiveCallbackGroup()
         self._goal_group = ReentrantCallbackGroup()
         self._service_group = ReentrantCallbackGroup()
@@ -86,16 +87,22 @@ class PolicyNode(Node):
         mapping = CommandMapping(self.model, c)
         self.control_hz = float(self.model.control_hz or 15.0)
 
-        # Inputs: the latest sample of each topic, with its age on the node clock.
-        self.joint_states = LatestSample(c.joint_states_topic, c.max_joint_state_age_s, self._now_s)
-        self.create_subscription(JointState, c.joint_states_topic, self.joint_states.store,
-                                 qos_profile_sensor_data, callback_group=self._inputs_group)
+        # Inputs: the latest sample of each topic, with its age on the node clock. They live on a
+        # companion node spun by an executor of its own (see main()): a 1 kHz joint_states topic
+        # and camera streams then never delay the control timer's callbacks.
+        self.inputs_node = rclpy.create_node(
+            "sequence_ai_policy_inputs", namespace=self.get_namespace(), context=self.context,
+            parameter_overrides=[self.get_parameter("use_sim_time")],
+        )
+        self.joint_states = LatestSample(self.resolve_topic_name(c.joint_states_topic), c.max_joint_state_age_s, self._now_s)
+        self.inputs_node.create_subscription(JointState, c.joint_states_topic, self.joint_states.store,
+                                             qos_profile_sensor_data)
         self.cameras: Dict[str, LatestSample] = {}
         for view, topic, compressed in zip(c.camera_views, c.camera_topics, c.camera_compressed):
-            sample = LatestSample(topic, c.max_image_age_s, self._now_s)
+            sample = LatestSample(self.resolve_topic_name(topic), c.max_image_age_s, self._now_s)
             self.cameras[view] = sample
-            self.create_subscription(CompressedImage if compressed else Image, topic, sample.store,
-                                     qos_profile_sensor_data, callback_group=self._inputs_group)
+            self.inputs_node.create_subscription(CompressedImage if compressed else Image, topic, sample.store,
+                                                 qos_profile_sensor_data)
         self._until = threading.Event()
         if c.until_topic:
             self.create_subscription(Bool, c.until_topic, self._on_until, 10, callback_group=self._inputs_group)
@@ -112,7 +119,7 @@ class PolicyNode(Node):
         # The one clock of the control loop.
         self.ticks = TimerTicks()
         self._tick_times: list = []
-        self.create_timer(1.0 / self.control_hz, self._on_control_tick, callback_group=self._timer_group)
+        self.create_timer(1.0 / self.control_hz, self._on_control_tick, callback_group=self._tick_group)
 
         # Goals and services.
         self._run_lock = threading.Lock()
@@ -436,12 +443,17 @@ def main(argv: Optional[list] = None) -> int:
         return 1
     executor = MultiThreadedExecutor(num_threads=6)
     executor.add_node(node)
+    inputs = SingleThreadedExecutor()
+    inputs.add_node(node.inputs_node)
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
     spinner.start()
+    threading.Thread(target=inputs.spin, name="inputs", daemon=True).start()
     while not stop.wait(0.5) and spinner.is_alive():
         pass
     node.shutdown()
     executor.shutdown(timeout_sec=2.0)
+    inputs.shutdown(timeout_sec=2.0)
+    node.inputs_node.destroy_node()
     node.destroy_node()
     rclpy.shutdown()
     return 0

@@ -24,6 +24,7 @@ class TimerTicks:
         self._cond = threading.Condition()
         self._ticks = 0
         self._seen = 0
+        self._fresh = True
         self.waits = 0
 
     def tick(self) -> None:
@@ -32,17 +33,19 @@ class TimerTicks:
             self._cond.notify_all()
 
     def reset(self) -> None:
-        """Start of a run: only ticks from now on count."""
+        """Start of a run: the first action was not on a tick, so the next one waits for one."""
         with self._cond:
             self._seen = self._ticks
+            self._fresh = True
 
     def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
         with self._cond:
             self.waits += 1
-            if self._ticks > self._seen + 1:
+            if self._fresh or self._ticks > self._seen + 1:
                 # More than one tick went by since the last action (a refill stall, or the run's
                 # first fill): re-anchor on the next tick rather than act at once off the beat.
                 self._seen = self._ticks
+                self._fresh = False
             while self._ticks <= self._seen and not interrupted():
                 self._cond.wait(_POLL_S)
             self._seen = self._ticks

@@ -21,10 +21,22 @@ def test_wait_blocks_until_the_next_tick():
     assert 0.08 <= time.monotonic() - started < 1.0
 
 
-def test_a_tick_during_the_action_is_due_at_once():
+def test_the_first_action_of_a_run_waits_for_a_tick_even_if_one_just_passed():
     ticks = TimerTicks()
     ticks.reset()
     ticks.tick()
+    threading.Timer(0.1, ticks.tick).start()
+    started = time.monotonic()
+    ticks.wait(1 / 15, never)
+    assert time.monotonic() - started >= 0.08
+
+
+def test_a_tick_during_the_action_is_due_at_once():
+    ticks = TimerTicks()
+    ticks.reset()
+    threading.Timer(0.02, ticks.tick).start()
+    ticks.wait(1 / 15, never)  # on the beat from here
+    ticks.tick()  # the next tick arrives while the action is being published
     started = time.monotonic()
     ticks.wait(1 / 15, never)
     assert time.monotonic() - started < 0.05
