@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Optional, Union
 
 __all__ = [
-    "SequencesError",
     "AuthError",
-    "OutOfCredit",
-    "InvalidRequest",
-    "Unavailable",
     "CertPinError",
     "ChunkExhausted",
+    "InvalidRequest",
+    "OutOfCredit",
+    "SequencesError",
+    "Unavailable",
 ]
 
 
