@@ -293,3 +293,16 @@ def test_velocity_interface_holds_with_zero_velocity(ros, policy_node, platform)
     assert len(commands) >= result.outcome.actions + 1
     assert commands[-1][1][:7] == [0.0] * 7, "the hold of a velocity controller is zero"
     assert any(abs(v) > 1e-6 for _, c in commands[:-1] for v in c[:7]), "the run itself moved"
+
+
+def test_preempt_policy_interrupts_the_running_goal_for_the_new_one(ros, policy_node, platform):
+    process, arm, planner = start_arm(ros, policy_node, platform, busy_policy="preempt")
+    first = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    second = planner.send("open the drawer", max_seconds=1.5)
+    preempted = Planner.result(first, timeout_s=10.0)
+    assert preempted.status == 5 and preempted.result.outcome.reason == "interrupted"
+    assert preempted.result.outcome.held
+    finished = Planner.result(second)
+    assert finished.result.status == Act.Result.STATUS_TIMEOUT
+    assert finished.result.outcome.final_instruction == "open the drawer" and finished.result.outcome.actions > 5
