@@ -7,6 +7,7 @@ nothing of the answer is ever echoed into an error message, because it carries t
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
 
@@ -47,6 +48,8 @@ def parse_grant(body: Any) -> Grant:
     lease = body.get("lease") if isinstance(body.get("lease"), dict) else {}
     ttl = lease.get("ttl_s")
     ttl_s = float(ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else None
+    if ttl_s is not None and math.isnan(ttl_s):  # NaN would renew before every act
+        ttl_s = None
     embodiment = body.get("embodiment")
     return Grant(
         worker_url=url.rstrip("/"),

@@ -87,7 +87,7 @@ def error_from_response(status: int, text: str, headers: Optional[Mapping[str, s
     """Map a non-2xx answer to our exception tree (WIRE.md §3.3)."""
     try:
         body: Any = json.loads(text) if text else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser recurses
         body = None
     detail: Any = body.get("detail") if isinstance(body, dict) and body.get("detail") else text
     if not isinstance(detail, dict) and isinstance(body, dict) and body.get("code") == "warming":
@@ -132,7 +132,7 @@ def parse_json_answer(response: httpx.Response) -> Any:
         raise error_from_response(response.status_code, response.text, response.headers)
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         raise SequencesError(f"malformed JSON answer from {response.request.url.path}", response.status_code) from None
 
 

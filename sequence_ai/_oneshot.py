@@ -344,7 +344,7 @@ def _depth_arrays(answer: Dict[str, Any]) -> List[Any]:
         try:
             raw = base64.b64decode(data, validate=True)
             arrays.append(np.frombuffer(raw, dtype=dtype).reshape([int(s) for s in shape]).astype(np.float32))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an infinite dimension
             raise SequencesError(f"malformed depth answer: map {index} does not decode to {shape}: {exc}") from None
     return arrays
 
