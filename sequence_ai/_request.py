@@ -13,6 +13,7 @@ import warnings
 from typing import Any, Dict, Mapping, Optional
 
 from ._errors import InvalidRequest
+from ._limits import check_body_size
 from ._wire import Model, Observation
 
 __all__ = ["VALIDATE_MODES", "ObservationCheck", "act_body", "new_rid", "observation_wire", "with_instruction"]
@@ -73,8 +74,10 @@ class ObservationCheck:
 
 def act_body(model: str, observation: Any, *, seed: Optional[int], options: Mapping[str, Any]) -> Dict[str, Any]:
     """The /act body; options whose value is None are dropped (the embodiment is added by the
-    worker connection, which may adopt one from the connect answer)."""
+    worker connection, which may adopt one from the connect answer). A body over the worker's
+    size limit is InvalidRequest here, before anything is sent."""
     body: Dict[str, Any] = {"model": model, "observation": observation_wire(observation)}
     extra = {"seed": seed, **options}
     body.update({k: v for k, v in extra.items() if v is not None})
+    check_body_size(body)  # refused here, before a byte is uploaded
     return body

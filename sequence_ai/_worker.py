@@ -209,6 +209,7 @@ class WorkerConnection:
                 # verified and now does not means another worker answers at that address (a
                 # restart): ask the gateway once for its coordinates, never trust the new cert.
                 if not link.served or repinned:
+                    self._forget(link)  # fail closed now; the next request asks the gateway afresh
                     raise
                 repinned = True
                 link = self._reconnect_or_raise(link, trace)
@@ -260,6 +261,13 @@ class WorkerConnection:
                 return json.loads(response.content)
             except (ValueError, RecursionError):
                 raise SequencesError("malformed /act answer from the worker: not JSON", status) from None
+
+    def _forget(self, link: _Link) -> None:
+        """Never use a link whose pin failed again; otherwise every later run would fail on it
+        until the lease came up for renewal."""
+        with self._lock:
+            if self._link is link:
+                self._link = None
 
     def _reconnect_or_raise(self, failed: _Link, trace: ActTrace) -> _Link:
         trace.reconnects += 1
