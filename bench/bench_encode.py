@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import json
 import os
 import platform
 import sys
@@ -24,7 +25,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # after an install tree
 
 from sequence_ai import Model, _resize, encode
 
@@ -143,24 +144,12 @@ def candidates(frames: List[np.ndarray], repeats: int) -> None:
         print(f"| {name} | {ms:.2f} | {worst} |")
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--frames", type=int, default=20, help="distinct frames per round (default 20)")
-    parser.add_argument("--repeats", type=int, default=15, help="rounds; the best is reported (default 15)")
-    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
-    parser.add_argument("--candidates", action="store_true", help="also time other resize methods for pi0.5")
-    args = parser.parse_args(argv)
-    frames = [camera_frame(seed) for seed in range(args.frames)]
-    if args.candidates:
-        saved_threads = os.environ.get("SEQUENCES_ENCODE_THREADS")
-        candidates(frames, args.repeats)
-        os.environ.pop("SEQUENCES_ENCODE_THREADS", None)
-        if saved_threads is not None:
-            os.environ["SEQUENCES_ENCODE_THREADS"] = saved_threads
-        print()
+def measure(frame_count: int = 20, repeats: int = 15) -> List[dict]:
+    """One dict per catalogue row: reference and encode() ms per 1280x720 frame (best round), the
+    speed-up against the better of 1 and N threads, and the max pixel difference before JPEG."""
+    frames = [camera_frame(seed) for seed in range(frame_count)]
     threads = str(max(2, min(4, os.cpu_count() or 1)))
-    reference_name = "openpi_client resize_with_pad" if openpi_image_tools else "resize_with_pad (definition, openpi-client not installed)"
-    results: List[Tuple[str, str, float, float, float, int]] = []
+    results: List[dict] = []
     saved = os.environ.get("SEQUENCES_ENCODE_THREADS")
     try:
         for name, row in ROWS.items():
@@ -174,21 +163,54 @@ def main(argv: Optional[List[str]] = None) -> int:
                 [lambda f, m=model: reference_encode(f, m),
                  with_threads("1", lambda f, m=model: encode(f, m)),
                  with_threads(threads, lambda f, m=model: encode(f, m))],
-                frames, args.repeats)
-            results.append((name, size, ref_ms, one_ms, many_ms, worst))
+                frames, repeats)
+            results.append({"model": name, "size": size, "reference_ms": ref_ms, "one_thread_ms": one_ms,
+                            "threads": int(threads), "threads_ms": many_ms, "speedup": ref_ms / min(one_ms, many_ms),
+                            "max_delta": worst, "reference": reference_name()})
     finally:
         if saved is None:
             os.environ.pop("SEQUENCES_ENCODE_THREADS", None)
         else:
             os.environ["SEQUENCES_ENCODE_THREADS"] = saved
+    return results
 
+
+def reference_name() -> str:
+    if openpi_image_tools is not None:
+        return "openpi_client resize_with_pad"
+    return "resize_with_pad (definition, openpi-client not installed)"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=20, help="distinct frames per round (default 20)")
+    parser.add_argument("--repeats", type=int, default=15, help="rounds; the best is reported (default 15)")
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--candidates", action="store_true", help="also time other resize methods for pi0.5")
+    parser.add_argument("--json", action="store_true", help="print the measurements as one JSON list (for run_all)")
+    args = parser.parse_args(argv)
+    if args.candidates:
+        frames = [camera_frame(seed) for seed in range(args.frames)]
+        saved_threads = os.environ.get("SEQUENCES_ENCODE_THREADS")
+        candidates(frames, args.repeats)
+        os.environ.pop("SEQUENCES_ENCODE_THREADS", None)
+        if saved_threads is not None:
+            os.environ["SEQUENCES_ENCODE_THREADS"] = saved_threads
+        print()
+    if args.json:
+        print(json.dumps(measure(args.frames, args.repeats)))
+        return 0
+    results = measure(args.frames, args.repeats)
+    threads = results[0]["threads"]
+    reference_name = results[0]["reference"]
     print(f"# bench_encode: 1280x720 frames, {args.frames} frames x {args.repeats} rounds (best round), "
           f"Python {platform.python_version()}, Pillow {Image.__version__}, numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs")
     print(f"# pi05 reference: {reference_name}; others: Pillow resize with the row's filter; all + Pillow JPEG q95")
     header = ("model", "size", "reference ms", "encode() 1 thread ms", f"encode() {threads} threads ms",
               "speed-up (best)", "max |Δ| before JPEG")
-    rows = [(n, s, f"{r:.2f}", f"{o:.2f}", f"{m:.2f}", f"{r / min(o, m):.2f}x", str(d)) for n, s, r, o, m, d in results]
+    rows = [(r["model"], r["size"], f"{r['reference_ms']:.2f}", f"{r['one_thread_ms']:.2f}", f"{r['threads_ms']:.2f}",
+             f"{r['speedup']:.2f}x", str(r["max_delta"])) for r in results]
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))

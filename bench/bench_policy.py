@@ -1,0 +1,58 @@
+"""A worker plug-in for the benchmarks: the stand-in policy behind a measured inference delay.
+
+    LocalPlatform("--policy", "bench.bench_policy:delayed")     # configured by the environment:
+
+    BENCH_LATENCY_S   seconds each /act spends "in the model" (default 0)
+    BENCH_JITTER      uniform jitter as a fraction (0.2 = ±20 %)
+    BENCH_SEED        seed of the latency draws (default 0)
+    BENCH_POLICY_LOG  append one JSON line per call: time, instruction, latency_s, frame tag
+    BENCH_FRAME_TAG   "1": read the frame counter the ROS bench paints into exterior_1
+
+The delay is worker time like the platform's `latency` fault, but its realised value is logged, so
+the underrun bench can compute the physical minimum stall from the latencies that really occurred.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from typing import Any, List, Optional
+
+from sequence_ai.platform.policies import stand_in
+
+TAG_BITS = 16
+_lock = threading.Lock()
+_random = random.Random(int(os.environ.get("BENCH_SEED", "0")))
+
+
+def delayed(inp: Any) -> List[List[float]]:
+    arrived = time.time()
+    base = float(os.environ.get("BENCH_LATENCY_S", "0") or 0.0)
+    jitter = float(os.environ.get("BENCH_JITTER", "0") or 0.0)
+    with _lock:
+        latency = base * (1.0 + _random.uniform(-jitter, jitter)) if base > 0 else 0.0
+    tag = read_tag(inp.images["exterior_1"]) if os.environ.get("BENCH_FRAME_TAG") == "1" else None
+    if latency > 0:
+        time.sleep(latency)
+    log = os.environ.get("BENCH_POLICY_LOG")
+    if log:
+        line = json.dumps({"time": arrived, "instruction": inp.instruction, "latency_s": latency, "tag": tag})
+        with _lock, open(log, "a") as handle:
+            handle.write(line + "\n")
+    return stand_in(inp)
+
+
+def read_tag(image: Any) -> Optional[int]:
+    """The counter painted as TAG_BITS black/white vertical stripes across the frame (see
+    bench_ros_jitter.paint_tag); survives the letterbox resize and JPEG."""
+    height, width = image.shape[:2]
+    row = image[height // 2]
+    value = 0
+    for bit in range(TAG_BITS):
+        x = int((bit + 0.5) * width / TAG_BITS)
+        if int(row[x].mean()) > 127:
+            value |= 1 << bit
+    return value

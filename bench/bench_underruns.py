@@ -1,0 +1,150 @@
+"""Underruns vs refill latency, ours vs the public 0.20.0 client, and client CPU per action.
+
+    .venv/bin/python bench/bench_underruns.py [--actions 1000] [--latencies 0.1,0.3,0.5,0.7,0.9]
+
+For each latency a local platform of its own whose worker spends latency ±20 % (uniform, seeded)
+in the model (`bench_policy.delayed`, which logs every realised latency). Both clients run on
+that worker at the same time, each in a process of its own: a warm-up predict(), then run() for
+N actions at the model's 15 Hz, open-loop horizon 8, no-op robot. All latencies run in parallel,
+so the whole sweep takes as long as its slowest run (physics unchanged: 15 Hz, real seconds).
+
+Physical minimum for a chunk-replacing client (one request in flight): a chunk covers
+H/hz = 8/15 s of motion, and the next request can start at the earliest when that chunk starts to
+play, so refill i stalls at least max(0, L_i − H/hz). Summed over the refills a run played, with
+L_i the latencies the worker really slept, that is the floor `underrun_s` is held to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common
+
+HZ, HORIZON, JITTER = 15.0, 8, 0.2
+WINDOW_S = HORIZON / HZ
+
+DRIVER = r'''
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import sequence_ai
+frame_path, actions, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = open(frame_path).read()
+def observation(instruction):
+    return sequence_ai.Observation(
+        images=[sequence_ai.ImageFrame(view=v, data=data) for v in ("exterior_1", "wrist_left")],
+        proprioception=sequence_ai.Proprioception(joint_positions=[0.0] * 7, gripper=[0.0]),
+        instruction=instruction)
+obs = observation(tag)
+with sequence_ai.connect("pi05-droid") as policy:
+    policy.predict(observation("warmup " + tag))  # admission, TLS, catalogue: not measured
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    out = policy.run(observe=lambda: obs, act=lambda a: None, validate=lambda a: True, max_actions=actions,
+                     progress=False, open_loop_horizon=8)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+print(json.dumps({"version": sequence_ai.__version__, "actions": out.actions, "chunks": out.chunks,
+                  "underruns": out.underruns, "underrun_s": out.underrun_s, "cpu_s": cpu, "wall_s": wall,
+                  "reason": out.reason}))
+'''
+
+
+def drive(python: str, env: Dict[str, str], frame_path: str, actions: int, tag: str, ours: bool) -> dict:
+    env = dict(env)
+    if ours:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), common.ROOT) if p)
+    else:
+        env.pop("PYTHONPATH", None)  # the peer must never import this checkout
+    result = subprocess.run([python, "-c", DRIVER, frame_path, str(actions), tag], env=env, capture_output=True,
+                            text=True, cwd=tempfile.gettempdir(), timeout=900)
+    if result.returncode != 0:
+        return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def physical_minimum(result: dict, latencies: List[float]) -> float:
+    """Σ max(0, L_i − H/hz) over the refills the run played (see the module docstring)."""
+    chunks = int(result.get("chunks", 0))
+    played = latencies[:chunks]
+    if chunks * HORIZON >= result.get("actions", 0) and played:
+        played = played[1:]  # the run began with a blocking fill: the arm had not moved yet
+    return sum(max(0.0, latency - WINDOW_S) for latency in played)
+
+
+def measure(actions: int = 1000, latencies: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9),
+            peer: Optional[str] = None, log=print) -> List[dict]:
+    """One row per latency: {"latency_s", "ours": result, "peer": result, "p99_latency_s"}; each
+    result has the outcome's counts plus "min_underrun_s"."""
+    tmp = tempfile.mkdtemp(prefix="bench-underruns-")
+    frame_path = os.path.join(tmp, "frame.b64")
+    with open(frame_path, "w") as handle:
+        handle.write(common.jpeg_b64())
+    clients = [("ours", sys.executable, True)] + ([("peer", peer, False)] if peer else [])
+    rows: List[dict] = []
+    with ExitStack() as stack:
+        platforms = []
+        for index, latency in enumerate(latencies):
+            log_path = os.path.join(tmp, f"policy-{latency:g}.log")
+            platform = stack.enter_context(common.bench_platform(latency, JITTER, log_path, seed=index))
+            platforms.append((latency, platform, log_path))
+        jobs = []
+        with ThreadPoolExecutor(max_workers=len(platforms) * len(clients)) as pool:
+            for latency, platform, log_path in platforms:
+                env = {**os.environ, **platform.env()}
+                for name, python, ours in clients:
+                    jobs.append((latency, name, log_path, pool.submit(drive, python, env, frame_path, actions,
+                                                                       f"bench {name}", ours)))
+            results: Dict[float, dict] = {}
+            for latency, name, log_path, job in jobs:
+                result = job.result()
+                entry = results.setdefault(latency, {"latency_s": latency, "log": log_path})
+                entry[name] = result
+                log(f"  underruns: latency {latency:.1f}s {name:<4} {summary(result)}")
+    for latency in latencies:
+        entry = results[latency]
+        calls = common.read_log(entry.pop("log"))
+        entry["p99_latency_s"] = common.percentile([c["latency_s"] for c in calls], 99)
+        for name, _, _ in clients:
+            result = entry[name]
+            mine = [c["latency_s"] for c in sorted(calls, key=lambda c: c["time"]) if c["instruction"] == f"bench {name}"]
+            if "error" not in result:
+                result["min_underrun_s"] = physical_minimum(result, mine)
+        rows.append(entry)
+    return rows
+
+
+def summary(result: dict) -> str:
+    if "error" in result:
+        return f"error: {result['error']}"
+    return (f"{result['actions']} actions, {result['underruns']} underruns ({result['underrun_s']:.2f}s), "
+            f"{result['cpu_s'] / max(1, result['actions']) * 1000:.3f} ms CPU/action, {result['reason']}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--actions", type=int, default=1000)
+    parser.add_argument("--latencies", default="0.1,0.3,0.5,0.7,0.9")
+    parser.add_argument("--ours-only", action="store_true")
+    args = parser.parse_args()
+    peer = None if args.ours_only else common.peer_python()
+    rows = measure(args.actions, [float(x) for x in args.latencies.split(",")], peer)
+    print(f"{'latency':>8} {'client':<5} {'underruns':>9} {'stall s':>8} {'min s':>7} {'cpu ms/act':>10}")
+    for row in rows:
+        for name in ("ours", "peer"):
+            r = row.get(name)
+            if r is None or "error" in r:
+                continue
+            print(f"{row['latency_s']:>7.1f}s {name:<5} {r['underruns']:>9} {r['underrun_s']:>8.2f} "
+                  f"{r['min_underrun_s']:>7.2f} {r['cpu_s'] / max(1, r['actions']) * 1000:>10.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""What the benchmarks share: paths, the peers' venv, the local platform with the bench plug-in,
+percentiles and a small test frame."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import venv
+from contextlib import contextmanager
+from typing import Dict, Iterator, List, Optional, Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.append(ROOT)  # after the workspace's install tree, which has the ROS interfaces
+BENCH_VENV = os.path.join(ROOT, ".bench-venv")
+PEERS = ("sequence-ai==0.20.0", "openpi-client")
+PUBLIC_VERSION = "0.20.0"
+PLUGIN = "bench.bench_policy:delayed"
+
+
+def peer_python() -> str:
+    """The Python of `.bench-venv/`, with the public client and openpi-client installed from PyPI
+    (created on first use)."""
+    python = os.path.join(BENCH_VENV, "bin", "python")
+    if not os.path.exists(python):
+        print(f"creating {BENCH_VENV} with {', '.join(PEERS)} ...", file=sys.stderr)
+        venv.EnvBuilder(with_pip=True, clear=True).create(BENCH_VENV)
+    probe = "import sequence_ai, openpi_client; print(sequence_ai.__version__)"
+    check = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if check.stdout.strip() != PUBLIC_VERSION:
+        subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *PEERS], check=True)
+    return python
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, round(q / 100.0 * (len(ordered) - 1)))]
+
+
+def jpeg_b64(width: int = 224, height: int = 224) -> str:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (90, 120, 110)).save(buffer, format="JPEG", quality=95)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+@contextmanager
+def bench_platform(latency_s: float = 0.0, jitter: float = 0.0, log_path: Optional[str] = None,
+                   frame_tag: bool = False, seed: int = 0, extra: Sequence[str] = ()) -> Iterator:
+    """A LocalPlatform whose worker runs the stand-in behind `bench_policy.delayed`."""
+    from sequence_ai.platform.spawn import LocalPlatform
+
+    settings: Dict[str, str] = {"BENCH_LATENCY_S": str(latency_s), "BENCH_JITTER": str(jitter),
+                                "BENCH_SEED": str(seed), "BENCH_POLICY_LOG": log_path or "",
+                                "BENCH_FRAME_TAG": "1" if frame_tag else "0"}
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)  # the platform subprocess inherits them
+    try:
+        platform = LocalPlatform("--policy", PLUGIN, *extra).start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    try:
+        yield platform
+    finally:
+        platform.stop()
+
+
+def read_log(path: str) -> List[dict]:
+    import json
+
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
