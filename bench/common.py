@@ -59,7 +59,9 @@ def bench_platform(latency_s: float = 0.0, jitter: float = 0.0, log_path: Option
 
     settings: Dict[str, str] = {"BENCH_LATENCY_S": str(latency_s), "BENCH_JITTER": str(jitter),
                                 "BENCH_SEED": str(seed), "BENCH_POLICY_LOG": log_path or "",
-                                "BENCH_FRAME_TAG": "1" if frame_tag else "0"}
+                                "BENCH_FRAME_TAG": "1" if frame_tag else "0",
+                                # the plug-in's package, after whatever install tree comes first
+                                "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), ROOT) if p)}
     saved = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)  # the platform subprocess inherits them
     try:

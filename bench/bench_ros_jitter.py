@@ -1,0 +1,228 @@
+"""The ROS node at 15 Hz with two camera streams flowing: command interval jitter, and how old a
+camera frame is when the /act request carrying it reaches the worker.
+
+    scripts/workspace.sh run .venv/bin/python -P bench/bench_ros_jitter.py [--seconds 20]
+
+Four processes, all on loopback DDS: the local platform (worker plug-in `bench_policy.delayed`,
+no added latency, reading a frame counter out of each request's exterior_1 image); the policy
+node (`NodeProcess`); a camera process publishing two 640×360 rgb8 streams at 15 fps, each frame
+painted with its counter as 16 black/white stripes, logging the wall time of every publish; and
+this process, the arm: joint states at 100 Hz following the position commands, and the command
+subscriber, which stamps each command on arrival. One goal of N actions.
+
+Jitter = |interval between consecutive commands − 1/15 s|, as the controller receives them (the
+final hold excluded). Camera→request = worker arrival time of an /act − publish time of the
+frame it carries (same host, same wall clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common
+
+HZ = 15.0
+WIDTH, HEIGHT, FPS = 640, 360, 15.0
+VIEWS = ("exterior_1", "wrist_left")
+HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
+JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
+NODE_PARAMETERS: Dict[str, object] = {
+    "camera_topics": [f"cameras/{v}/image_raw" for v in VIEWS],
+    "joint_states_topic": "joint_states",
+    "command_topic": "arm_controller/commands",
+    "startup_timeout_s": 60.0,
+    "max_image_age_s": 1.5,
+    "max_joint_state_age_s": 1.0,
+    "joint_velocity_max": [6.0] * 7,
+}
+
+
+def paint_tag(frame, counter: int) -> None:
+    """Write `counter` as TAG_BITS full-height stripes, white = 1 (read by bench_policy.read_tag)."""
+    bits = common_tag_bits()
+    stripe = frame.shape[1] // bits
+    for bit in range(bits):
+        frame[:, bit * stripe:(bit + 1) * stripe] = 255 if counter >> bit & 1 else 0
+
+
+def common_tag_bits() -> int:
+    from bench_policy import TAG_BITS
+
+    return TAG_BITS
+
+
+def publish_cameras(namespace: str, seconds: float, log_path: str) -> int:
+    """The camera process: two streams at FPS for `seconds`, one log line per frame."""
+    import numpy as np
+    import rclpy
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import Image
+
+    rclpy.init()
+    node = rclpy.create_node("bench_cameras", namespace=namespace)
+    publishers = {v: node.create_publisher(Image, f"cameras/{v}/image_raw", qos_profile_sensor_data) for v in VIEWS}
+    frame = np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8)
+    deadline = time.monotonic() + seconds
+    next_due = time.monotonic()
+    counter = 0
+    with open(log_path, "w") as log, contextlib.suppress(Exception, KeyboardInterrupt):
+        while time.monotonic() < deadline and rclpy.ok():
+            counter += 1
+            paint_tag(frame, counter)
+            data = frame.tobytes()
+            published = time.time()
+            for publisher in publishers.values():
+                publisher.publish(Image(height=HEIGHT, width=WIDTH, encoding="rgb8", step=WIDTH * 3, data=data))
+            log.write(f"{counter} {published}\n")
+            next_due += 1.0 / FPS
+            time.sleep(max(0.0, next_due - time.monotonic()))
+    with contextlib.suppress(Exception):
+        node.destroy_node()
+        rclpy.shutdown()
+    return 0
+
+
+class Arm:
+    """Joint states following position commands; every command stamped on arrival."""
+
+    def __init__(self, node, namespace: str):
+        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+        from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+
+        self.q = list(HOME)
+        self.arrivals: List[float] = []
+        self._joint_state = JointState
+        self.joint_pub = node.create_publisher(JointState, f"{namespace}/joint_states", qos_profile_sensor_data)
+        node.create_subscription(Float64MultiArray, f"{namespace}/arm_controller/commands", self._on_command,
+                                 QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE),
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        node.create_timer(0.01, self._publish_joints, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _on_command(self, message) -> None:
+        self.arrivals.append(time.monotonic())
+        values = list(message.data)
+        if len(values) >= 7:
+            self.q = values[:7]
+
+    def _publish_joints(self) -> None:
+        self.joint_pub.publish(self._joint_state(name=[*JOINTS, "fr3_finger_joint1"], position=[*self.q, 0.04]))
+
+
+def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str, object]:
+    """{"intervals": [s], "camera_to_request": [s], "actions": n, "reason": ...} or {"skipped": why}."""
+    try:
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sequence_ai_ros.action import Act
+        from sequence_ai_ros.msg import WarmingStatus
+        from sequence_ai_ros.processes import NodeProcess, ros_environment
+    except ImportError as exc:
+        return {"skipped": f"ROS not importable ({exc}); run through scripts/workspace.sh bench"}
+    os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_"))})
+    tmp = tempfile.mkdtemp(prefix="bench-ros-")
+    requests_log, cameras_log = os.path.join(tmp, "requests.log"), os.path.join(tmp, "cameras.log")
+    namespace = f"/bench_arm_{os.getpid()}"
+    actions = int(seconds * HZ)
+    result: Dict[str, object] = {}
+    with common.bench_platform(log_path=requests_log, frame_tag=True) as platform:
+        cameras = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--publish-cameras", namespace,
+                                    "--seconds", str(seconds + 40), "--camera-log", cameras_log])
+        node_process = NodeProcess("policy_node", namespace=namespace, parameters=NODE_PARAMETERS,
+                                   env=platform.env(), log_path=os.path.join(tmp, "policy_node.log"))
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        node = rclpy.create_node("bench_arm", context=context)
+        executor = MultiThreadedExecutor(num_threads=3, context=context)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        try:
+            arm = Arm(node, namespace)
+            warming: List = []
+            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            node.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append, latched)
+            act = __import__("rclpy.action", fromlist=["ActionClient"]).ActionClient(
+                node, Act, f"{namespace}/sequence_ai_policy/act")
+            spinner.start()
+            if not _wait(lambda: bool(warming) and warming[-1].ready, 60.0) or not node_process.running:
+                return {"skipped": "the node never became ready: " + node_process.output()[-500:]}
+            time.sleep(1.0)  # a few camera frames and joint states in the node's caches
+            if not act.wait_for_server(timeout_sec=20.0):
+                return {"skipped": "no act action server"}
+            arm.arrivals.clear()
+            goal = Act.Goal(instruction="pick up the cup", max_seconds=seconds * 3 + 10, max_actions=actions)
+            future = act.send_goal_async(goal)
+            if not _wait(future.done, 20.0):
+                return {"skipped": "goal not answered"}
+            answer = future.result().get_result_async()
+            if not _wait(answer.done, seconds * 3 + 30):
+                return {"skipped": "goal did not finish"}
+            outcome = answer.result().result.outcome
+            result["actions"], result["reason"] = int(outcome.actions), outcome.reason
+            result["underruns"] = int(outcome.underruns)
+            arrivals = arm.arrivals[: int(outcome.actions)]  # the hold that follows is not a control tick
+            result["intervals"] = [b - a for a, b in zip(arrivals, arrivals[1:])]
+        finally:
+            executor.shutdown(timeout_sec=2.0)
+            node.destroy_node()
+            rclpy.shutdown(context=context)
+            node_process.stop()
+            cameras.terminate()
+            cameras.wait(10)
+    published = {}
+    if os.path.exists(cameras_log):
+        with open(cameras_log) as handle:
+            for line in handle:
+                counter, stamp = line.split()
+                published[int(counter)] = float(stamp)
+    calls = [c for c in common.read_log(requests_log) if c.get("instruction") == "pick up the cup"]
+    result["camera_to_request"] = [c["time"] - published[c["tag"]] for c in calls if c.get("tag") in published]
+    result["requests"], result["tagged"] = len(calls), len(result["camera_to_request"])
+    intervals = result.get("intervals") or []
+    jitter = [abs(i - 1.0 / HZ) for i in intervals]
+    log(f"  ros: {result.get('actions')} actions ({result.get('reason')}), jitter p99 "
+        f"{common.percentile(jitter, 99) * 1000:.2f} ms, camera→request p50 "
+        f"{common.percentile(result['camera_to_request'], 50) * 1000:.1f} ms "
+        f"({result['tagged']}/{result['requests']} requests matched to a frame)")
+    return result
+
+
+def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--publish-cameras", metavar="NAMESPACE", help=argparse.SUPPRESS)
+    parser.add_argument("--camera-log", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.publish_cameras:
+        return publish_cameras(args.publish_cameras, args.seconds, args.camera_log)
+    result = measure(args.seconds)
+    jitter = sorted(abs(i - 1.0 / HZ) * 1000 for i in result.get("intervals") or [])
+    print("largest |interval - period| ms:", ", ".join(f"{j:.1f}" for j in jitter[-12:]))
+    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, list)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
