@@ -49,16 +49,11 @@ NODE_PARAMETERS: Dict[str, object] = {
 
 def paint_tag(frame, counter: int) -> None:
     """Write `counter` as TAG_BITS full-height stripes, white = 1 (read by bench_policy.read_tag)."""
-    bits = common_tag_bits()
+    from bench_policy import TAG_BITS as bits
+
     stripe = frame.shape[1] // bits
     for bit in range(bits):
         frame[:, bit * stripe:(bit + 1) * stripe] = 255 if counter >> bit & 1 else 0
-
-
-def common_tag_bits() -> int:
-    from bench_policy import TAG_BITS
-
-    return TAG_BITS
 
 
 def publish_cameras(namespace: str, seconds: float, log_path: str) -> int:
@@ -124,10 +119,12 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
     """{"intervals": [s], "camera_to_request": [s], "actions": n, "reason": ...} or {"skipped": why}."""
     try:
         import rclpy
+        from rclpy.action import ActionClient
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sequence_ai_ros.action import Act
         from sequence_ai_ros.msg import WarmingStatus
+
         from sequence_ai_ros.processes import NodeProcess, ros_environment
     except ImportError as exc:
         return {"skipped": f"ROS not importable ({exc}); run through scripts/workspace.sh bench"}
@@ -154,8 +151,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
             node.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append, latched)
-            act = __import__("rclpy.action", fromlist=["ActionClient"]).ActionClient(
-                node, Act, f"{namespace}/sequence_ai_policy/act")
+            act = ActionClient(node, Act, f"{namespace}/sequence_ai_policy/act")
             spinner.start()
             if not _wait(lambda: bool(warming) and warming[-1].ready, 60.0) or not node_process.running:
                 return {"skipped": "the node never became ready: " + node_process.output()[-500:]}
