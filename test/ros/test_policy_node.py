@@ -50,7 +50,8 @@ def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, poli
     assert published.model == "pi05-droid" and published.final_instruction == "pick up the red cube"
     # feedback at >= 2 Hz while the run lasted
     stamps = [t for t, _ in feedback]
-    assert len(stamps) >= 5 and max(b - a for a, b in zip(stamps, stamps[1:])) <= 0.6
+    assert len(stamps) >= 5 and (len(stamps) - 1) / (stamps[-1] - stamps[0]) >= 2.0
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= 1.0
     assert feedback[-1][1].instruction == "pick up the red cube"
 
 
