@@ -1,0 +1,305 @@
+"""The fault matrix: every fault of the local platform × every driving level (run, act,
+next_action, the ROS node), each asserting the behaviour docs/RELIABILITY.md documents for its
+cell — transparent recovery where the guide promises it, otherwise a clear error of the named
+class; hold exactly once on every early ending (never on a completed client run; the node holds
+once on every ending); no invalid action acted or published; an outcome returned or published.
+
+The detailed behaviour of each fault at the `run` level is pinned by test/client/test_faults.py;
+this file is the breadth: the same faults through every level, in one table (printed at the end
+of the session by conftest.py). Client cells run at 60 Hz (they pin what happens, not the pace);
+the ROS cells run at the model's 15 Hz on one node shared by the module.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
+
+from _loop_robot import Robot, policy_for
+
+from sequence_ai import CertPinError, InvalidRequest, SequencesError, Unavailable
+
+# Expected, documented warnings of the paths these cells drive on purpose.
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings(
+    "ignore:model is warming", "ignore:the worker changed mid-episode", "ignore:worker echoed")]
+
+HZ = 60.0
+ACTIONS = 24  # three chunks of eight rows
+MID = 5  # mid-run faults are armed after this many actions (the second request is not sent yet)
+RECOVERS = "recovers"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One row of the matrix: how to provoke it, when, and what every level must do."""
+
+    name: str
+    when: str  # "before" the first request, or "mid" run (after MID actions)
+    arm: Callable[[object], None]
+    expect: object  # RECOVERS or the exception class the run must end with
+    underruns: bool = False  # the fault cannot be hidden: the run must count a stall
+    ros_when: Optional[str] = None
+    ros_arm: Optional[Callable[[object], None]] = None
+    evidence: Optional[Callable[[object, Observed], bool]] = None  # the fault really happened
+
+
+def _statuses(platform) -> List[int]:
+    return [r["status"] for r in platform.requests(limit=500)]
+
+
+def _connects(platform) -> int:
+    return sum(platform.stats().get("gateway", {}).get("POST /v1/act/connect", {}).values())
+
+
+def _worker_blip(platform) -> None:
+    platform.fault("worker_down")
+    threading.Timer(0.5, lambda: platform.fault("worker_up")).start()
+
+
+def _restart_with_wrong_pin(platform) -> None:
+    platform.fault("bad_fingerprint", count=1)  # the next admission hands out another certificate's pin
+    platform.fault("restart_worker")  # ... and the worker the link had verified is gone
+
+
+def _short_leases_and_reconnect(platform) -> None:
+    platform.fault("lease_ttl", ttl_s=1.0)
+    platform.fault("rotate_secret")  # a connected node re-admits now and gets the short lease
+
+
+FAULTS = [
+    Fault("warming_at_connect", "before", lambda p: p.fault("warming", seconds=1.0, eta_s=1), RECOVERS,
+          evidence=lambda p, seen: seen.warmed > 0),
+    Fault("warming_mid_run", "mid", lambda p: p.fault("warming", seconds=30, eta_s=30), Unavailable),
+    Fault("secret_rotated_401", "mid", lambda p: p.fault("rotate_secret"), RECOVERS,
+          evidence=lambda p, seen: 401 in _statuses(p)),
+    Fault("lease_expiry", "before", lambda p: p.fault("lease_ttl", ttl_s=1.0), RECOVERS,
+          ros_arm=_short_leases_and_reconnect, evidence=lambda p, seen: _connects(p) >= 2),
+    Fault("worker_restart_new_cert", "mid", lambda p: p.fault("restart_worker"), RECOVERS,
+          evidence=lambda p, seen: _connects(p) >= 2),
+    Fault("wrong_fingerprint", "mid", _restart_with_wrong_pin, CertPinError),
+    Fault("dropped_mid_body", "mid", lambda p: p.fault("drop", count=1), RECOVERS,
+          evidence=lambda p, seen: len(_statuses(p)) >= 4),  # three chunks and one replay
+    Fault("busy_429_burst", "mid", lambda p: p.fault("busy", count=3), RECOVERS,
+          evidence=lambda p, seen: _statuses(p).count(429) == 3),
+    Fault("status_413", "mid", lambda p: p.fault("status", code=413, count=1), InvalidRequest),
+    Fault("status_500", "mid", lambda p: p.fault("status", code=500, count=1), SequencesError),
+    Fault("malformed_json", "mid", lambda p: p.fault("malformed_json", count=1), SequencesError),
+    Fault("nan_actions", "mid", lambda p: p.fault("nan_actions", count=1), SequencesError),
+    Fault("inf_actions", "mid", lambda p: p.fault("inf_actions", count=1), SequencesError),
+    Fault("wrong_action_dim", "mid", lambda p: p.fault("wrong_action_dim", count=1), SequencesError),
+    Fault("latency_spike", "mid", lambda p: p.fault("latency", ms=1200, count=1), RECOVERS, underruns=True),
+    Fault("gateway_down", "before", lambda p: p.kill(), Unavailable),
+    Fault("worker_down", "mid", _worker_blip, RECOVERS, evidence=lambda p, seen: _connects(p) >= 2),
+]
+BY_NAME = {f.name: f for f in FAULTS}
+CLIENT_LEVELS = ("run", "act", "next_action")
+
+
+@dataclass
+class Observed:
+    """What one cell saw, whatever the level."""
+
+    reason: str = ""
+    error: Optional[BaseException] = None
+    holds: int = 0
+    actions: List[List[float]] = field(default_factory=list)
+    underruns: int = 0
+    warmed: int = 0  # warming reports seen before the first action
+
+
+def _finite(rows) -> bool:
+    return all(len(row) == 8 and all(math.isfinite(v) for v in row) for row in rows)
+
+
+# -- the client levels ---------------------------------------------------------------------------
+
+
+def _drive_client(platform, fault: Fault, level: str) -> Observed:
+    robot = Robot()
+    seen = Observed()
+    armed = threading.Event()
+
+    def maybe_arm() -> None:
+        if fault.when == "mid" and len(robot.actions) == MID and not armed.is_set():
+            armed.set()
+            fault.arm(platform)
+
+    def act(action: List[float]) -> None:
+        robot.act(action)
+        maybe_arm()
+
+    if fault.when == "before":
+        fault.arm(platform)
+    def on_warming(waited_s: float, eta_s: float) -> None:
+        seen.warmed += 1
+
+    policy = policy_for(platform, control_hz=HZ, on_warming=on_warming)
+    loop = dict(observe=robot.observe, act=act, validate=robot.validate, hold=robot.hold,
+                on_underrun=robot.on_underrun, progress=False)
+    try:
+        with policy:
+            if level == "run":
+                out = policy.run(**loop, max_actions=ACTIONS)
+            elif level == "act":
+                out = policy.act("pick up the cup", **loop, max_seconds=20.0, max_actions=ACTIONS)
+            else:
+                for _ in range(ACTIONS):
+                    act(policy.next_action(robot.observe()))
+                out = None
+            seen.reason = out.reason if out is not None else "completed"
+    except SequencesError as error:
+        seen.error = error
+        last = policy.last_outcome if level != "next_action" else None
+        seen.reason = last.reason if last is not None else f"raised:{type(error).__name__}"
+    seen.holds, seen.actions, seen.underruns = robot.holds, robot.actions, len(robot.underruns)
+    return seen
+
+
+def _check_client(platform, fault: Fault, level: str, seen: Observed) -> None:
+    assert _finite(seen.actions), "an invalid action was acted"
+    if fault.expect == RECOVERS:
+        assert seen.error is None, f"expected transparent recovery, got {seen.error!r}"
+        assert seen.reason == "completed" and len(seen.actions) == ACTIONS
+        assert seen.holds == 0, "a completed run does not hold"
+        if fault.underruns and level != "next_action":
+            assert seen.underruns >= 1, "a stall longer than the open-loop window must be counted"
+        assert fault.evidence is None or fault.evidence(platform, seen), "the fault never happened"
+        return
+    error = seen.error
+    assert error is not None, f"expected {fault.expect.__name__}, the run ended {seen.reason}"
+    assert type(error) is fault.expect, f"expected {fault.expect.__name__}, got {error!r}"
+    assert error.message, "the error must say what happened"
+    assert seen.reason == f"raised:{fault.expect.__name__}"
+    if level != "next_action":  # next_action has no hold of its own: the caller holds
+        assert seen.holds == 1, f"hold fired {seen.holds} times"
+    if fault.expect is Unavailable and fault.name == "warming_mid_run":
+        assert error.warming
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    assert platform.api_key not in text
+
+
+CLIENT_CELLS = [(f.name, level) for level in CLIENT_LEVELS for f in FAULTS]
+
+
+@pytest.mark.parametrize("fault,level", CLIENT_CELLS, ids=[f"{f}-{lv}" for f, lv in CLIENT_CELLS])
+def test_client_level_meets_the_documented_behaviour(platform, fault, level):
+    spec = BY_NAME[fault]
+    started = time.time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            seen = _drive_client(platform, spec, level)
+    finally:
+        if not platform.running:
+            platform.restart()
+    _check_client(platform, spec, level, seen)
+    if fault == "wrong_fingerprint":
+        after_restart = [r for r in platform.requests() if r["time"] >= started and r["status"] == 200]
+        assert len(after_restart) <= 1, "no /act may reach a worker whose certificate did not match"
+
+
+# -- the ROS node --------------------------------------------------------------------------------
+
+ROS_ACTIONS = 20
+
+
+@pytest.fixture(scope="module")
+def ros_arm(local_platform, tmp_path_factory):
+    """One node, its arm double and a planner, shared by every ROS cell of the module."""
+    pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ros"))
+    from ros_harness import PolicyNodeFactory, RosHarness, start_arm
+
+    harness = RosHarness()
+    factory = PolicyNodeFactory(tmp_path_factory.mktemp("fault_matrix"))
+    try:
+        local_platform.reset()
+        yield harness, factory, start_arm(harness, factory, local_platform)
+    finally:
+        factory.stop_all()
+        harness.close()
+
+
+def _goal(planner, arm, fault: Fault, platform, arm_fault: Callable[[object], None]) -> Observed:
+    from ros_harness import Planner, wait_for
+
+    outcomes_before = len(planner.outcomes)
+    when = fault.ros_when or fault.when
+    if when == "before":
+        arm_fault(platform)
+    sent = time.monotonic()
+    handle = planner.send("pick up the cup", max_seconds=15.0, max_actions=ROS_ACTIONS)
+    if when == "mid":
+        assert wait_for(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= MID, 15.0)
+        arm_fault(platform)
+    response = Planner.result(handle, timeout_s=40.0)
+    assert wait_for(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
+    time.sleep(0.2)  # the hold is published before the result; let it arrive
+    commands = [v for t, v in arm.command_log() if t >= sent]
+    result = response.result
+    seen = Observed(reason=result.outcome.reason, holds=int(result.outcome.held), actions=commands,
+                    underruns=int(result.outcome.underruns))
+    seen.error = response  # the goal's response stands in for the error at this level
+    assert planner.outcomes[-1].reason == result.outcome.reason
+    return seen
+
+
+def _check_ros(platform, fault: Fault, seen: Observed) -> None:
+    from sequence_ai_ros.action import Act
+
+    response = seen.error
+    result = response.result
+    assert _finite(seen.actions), "an invalid command was published"
+    assert result.outcome.held, "every ending of a goal holds"
+    assert len(seen.actions) == result.outcome.actions + 1, \
+        f"{len(seen.actions)} commands for {result.outcome.actions} actions: the hold must be exactly one"
+    if fault.expect == RECOVERS:
+        assert response.status == 4 and result.status == Act.Result.STATUS_COMPLETED, \
+            f"expected recovery, got {result.outcome.reason}: {result.message}"
+        assert result.outcome.actions == ROS_ACTIONS
+        if fault.underruns:
+            assert result.outcome.underruns >= 1
+        assert fault.evidence is None or fault.evidence(platform, seen), "the fault never happened"
+        return
+    assert response.status == 6 and result.status == Act.Result.STATUS_POLICY_ERROR
+    assert result.outcome.reason == f"raised:{fault.expect.__name__}", result.message
+    assert result.message and result.outcome.message
+
+
+ROS_CELLS = [(f.name, "ros") for f in FAULTS]
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("fault,level", ROS_CELLS, ids=[f"{f}-{lv}" for f, lv in ROS_CELLS])
+def test_ros_node_meets_the_documented_behaviour(ros_arm, platform, fault, level):
+    from ros_harness import start_arm
+
+    harness, factory, (process, arm, planner) = ros_arm
+    spec = BY_NAME[fault]
+    try:
+        if fault == "warming_at_connect":
+            # The node waits out a cold worker at startup (publishing ~/warming), then serves.
+            platform.fault("warming", seconds=3.0, eta_s=3)
+            cold, cold_arm, cold_planner = start_arm(harness, factory, platform)
+            assert any(w.warming and not w.ready for w in cold_planner.warming), "no warming status before ready"
+            seen = _goal(cold_planner, cold_arm, spec, platform, lambda p: None)
+            seen.warmed = sum(w.warming for w in cold_planner.warming)
+            cold.stop()
+        else:
+            seen = _goal(planner, arm, spec, platform, spec.ros_arm or spec.arm)
+    finally:
+        if not platform.running:
+            platform.restart()
+    _check_ros(platform, spec, seen)
+    assert process.running, process.output()[-2000:]
