@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 from ros_harness import Planner, start_arm, wait_for
@@ -307,3 +309,18 @@ def test_preempt_policy_interrupts_the_running_goal_for_the_new_one(ros, policy_
     finished = Planner.result(second)
     assert finished.result.status == Act.Result.STATUS_TIMEOUT
     assert finished.result.outcome.final_instruction == "open the drawer" and finished.result.outcome.actions > 5
+
+
+def test_over_limit_actions_from_the_policy_are_never_published(ros, policy_node, monkeypatch):
+    from sequence_ai.platform.spawn import LocalPlatform
+
+    plugins = str(Path(__file__).with_name("plugins"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (plugins, os.environ.get("PYTHONPATH")) if p))
+    with LocalPlatform("--policy", "overreaching_policy:rows") as wild:
+        process, arm, planner = start_arm(ros, policy_node, wild)
+        response = Planner.result(planner.send("wave", max_seconds=5.0))
+    assert response.status == 6 and response.result.status == Act.Result.STATUS_UNSAFE_ACTION
+    assert "fr3_joint2" in response.result.outcome.message and response.result.outcome.held
+    commands = arm.command_log()
+    assert len(commands) == 1, "only the hold may be published"
+    assert commands[0][1][1] == pytest.approx(-0.5), "the hold is where the arm is"
