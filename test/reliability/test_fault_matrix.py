@@ -219,6 +219,7 @@ def ros_arm(local_platform, tmp_path_factory):
     """One node, its arm double and a planner, shared by every ROS cell of the module."""
     pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ros"))
+    sys.path.insert(0, os.path.dirname(__file__))
     from ros_harness import PolicyNodeFactory, RosHarness, start_arm
 
     harness = RosHarness()
@@ -231,19 +232,20 @@ def ros_arm(local_platform, tmp_path_factory):
         harness.close()
 
 
-def _goal(planner, arm, fault: Fault, platform, arm_fault: Callable[[object], None]) -> Observed:
-    from ros_harness import Planner, wait_for
+def _goal(node, planner, arm, fault: Fault, platform, arm_fault: Callable[[object], None]) -> Observed:
+    from _ros_goals import GoalRun
+    from ros_harness import wait_for
 
     outcomes_before = len(planner.outcomes)
     when = fault.ros_when or fault.when
     if when == "before":
         arm_fault(platform)
     sent = time.monotonic()
-    handle = planner.send("pick up the cup", max_seconds=15.0, max_actions=ROS_ACTIONS)
+    goal = GoalRun(node, planner, "pick up the cup", max_seconds=15.0, max_actions=ROS_ACTIONS)
     if when == "mid":
         assert wait_for(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= MID, 15.0)
         arm_fault(platform)
-    response = Planner.result(handle, timeout_s=40.0)
+    response = goal.wait(40.0)
     assert wait_for(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
     time.sleep(0.2)  # the hold is published before the result; let it arrive
     commands = [v for t, v in arm.command_log() if t >= sent]
@@ -293,11 +295,11 @@ def test_ros_node_meets_the_documented_behaviour(ros_arm, platform, fault, level
             platform.fault("warming", seconds=3.0, eta_s=3)
             cold, cold_arm, cold_planner = start_arm(harness, factory, platform)
             assert any(w.warming and not w.ready for w in cold_planner.warming), "no warming status before ready"
-            seen = _goal(cold_planner, cold_arm, spec, platform, lambda p: None)
+            seen = _goal(harness.node, cold_planner, cold_arm, spec, platform, lambda p: None)
             seen.warmed = sum(w.warming for w in cold_planner.warming)
             cold.stop()
         else:
-            seen = _goal(planner, arm, spec, platform, spec.ros_arm or spec.arm)
+            seen = _goal(harness.node, planner, arm, spec, platform, spec.ros_arm or spec.arm)
     finally:
         if not platform.running:
             platform.restart()
