@@ -214,7 +214,7 @@ def _timeline(recorder: _Recorder, result, out: Path) -> Path:
         if f.underruns > last_underruns:
             bx.plot([t], [0], "x", color="tab:red", ms=8)
             last_underruns = f.underruns
-    bx.set_yticks([0, 1], ["underrun", "chunk"])
+    bx.set_yticks([0, 1], ["underrun", "chunk installed\n(feedback ticks)"])
     bx.set_ylim(-0.5, 1.5)
     bx.set_xlabel("seconds since the goal was sent")
     ax.set_ylabel("command (rad; gripper m)")
