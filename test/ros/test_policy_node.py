@@ -324,3 +324,16 @@ def test_over_limit_actions_from_the_policy_are_never_published(ros, policy_node
     commands = arm.command_log()
     assert len(commands) == 1, "only the hold may be published"
     assert commands[0][1][1] == pytest.approx(-0.5), "the hold is where the arm is"
+
+
+def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, platform):
+    process, arm, planner = start_arm(ros, policy_node, platform)
+    handle = planner.send("pick up the red cube", max_seconds=20.0)
+    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    stopped = time.monotonic()
+    assert process.stop() == 0
+    assert wait_for(lambda: planner.outcomes, 5.0), "no outcome published before the node went down"
+    outcome = planner.outcomes[-1]
+    assert outcome.reason == "shutdown" and outcome.held
+    after = [t for t, _ in arm.command_log() if t >= stopped]
+    assert 1 <= len(after) <= 3 and after[-1] - stopped <= 2.0
