@@ -30,7 +30,8 @@ def peer_python() -> str:
         print(f"creating {BENCH_VENV} with {', '.join(PEERS)} ...", file=sys.stderr)
         venv.EnvBuilder(with_pip=True, clear=True).create(BENCH_VENV)
     probe = "import sequence_ai, openpi_client; print(sequence_ai.__version__)"
-    check = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tempfile.gettempdir())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # never this checkout's sequence_ai
+    check = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env)
     if check.stdout.strip() != PUBLIC_VERSION:
         subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *PEERS], check=True)
     return python

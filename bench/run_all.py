@@ -1,0 +1,420 @@
+"""Every benchmark, one table: metric, ours, peer, ratio, goal, pass/fail.
+
+    make bench                                  # = scripts/workspace.sh bench: writes docs/PERFORMANCE.md
+    scripts/workspace.sh bench --quick --out /tmp/perf.md   # a seconds-long smoke run (numbers meaningless)
+
+Peers are installed by the bench into `.bench-venv/` from PyPI (`sequence-ai==0.20.0`,
+`openpi-client`) and run against the same local platform workers in the same run. Every figure
+in the table is a ratio or a distribution from this one run; nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform as host
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_cost
+import bench_interrupt
+import bench_robots
+import bench_ros_jitter
+import bench_underruns
+import common
+
+HZ = 15.0
+PERIOD_S = 1.0 / HZ
+WINDOW_S = bench_underruns.WINDOW_S
+DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
+
+FULL = {"actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
+        "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
+        "size_seconds": 6.0}
+QUICK = {"actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
+         "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5}
+LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+@dataclass
+class Row:
+    metric: str
+    ours: str
+    peer: str = "—"
+    ratio: str = "—"
+    goal: str = "—"
+    verdict: str = "—"  # PASS, FAIL, or — (reported, no goal)
+
+
+def verdict(ok: Optional[bool]) -> str:
+    return "—" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+# -- the metrics ----------------------------------------------------------------------------------
+
+def underrun_rows(rows: List[dict]) -> List[Row]:
+    out = []
+    for entry in rows:
+        latency, ours, peer = entry["latency_s"], entry.get("ours", {}), entry.get("peer")
+        p99 = entry["p99_latency_s"]
+        hidden = p99 < WINDOW_S
+        metric = f"underruns, latency {latency:.1f} s ±20 % (p99 {p99:.3f} s), {ours.get('actions', '?')} actions"
+        if "error" in ours:
+            out.append(Row(metric, f"error: {ours['error']}", goal="", verdict="FAIL"))
+            continue
+        minimum = ours["min_underrun_s"]
+
+        def shown(r: Optional[dict]) -> str:
+            if r is None:
+                return "n/a"
+            if "error" in r:
+                return f"error: {r['error']}"
+            times = f" = {r['underrun_s'] / r['min_underrun_s']:.2f}× min" if r["min_underrun_s"] > 0 else ""
+            return f"{r['underruns']} ({r['underrun_s']:.2f} s{times})"
+
+        ratio = "—"
+        if peer and "error" not in peer and peer["underrun_s"] > 0:
+            ratio = f"{ours['underrun_s'] / peer['underrun_s']:.2f}"
+        if hidden:
+            goal, ok = "0 (p99 < 8/15 s window)", ours["underruns"] == 0
+        else:
+            goal, ok = f"≤ 1.1× min {minimum:.2f} s", ours["underrun_s"] <= 1.1 * minimum
+        out.append(Row(metric, shown(ours), shown(peer), ratio, goal, verdict(ok)))
+    return out
+
+
+def cpu_rows(rows: List[dict]) -> List[Row]:
+    entry = next((r for r in rows if r["latency_s"] == min(x["latency_s"] for x in rows)), None)
+    if entry is None or "error" in entry.get("ours", {"error": ""}):
+        return [Row("client CPU per action", "error", verdict="FAIL")]
+    ours = entry["ours"]["cpu_s"] / max(1, entry["ours"]["actions"])
+    where = f"(latency {entry['latency_s']:.1f} s run, {entry['ours']['actions']} actions)"
+    peer_r = entry.get("peer")
+    if peer_r and "error" not in peer_r:
+        peer = peer_r["cpu_s"] / max(1, peer_r["actions"])
+        vs_peer = Row(f"client CPU per action vs peer {where}", ms(ours), ms(peer), f"{ours / peer:.2f}",
+                      "ratio ≤ 0.5", verdict(ours / peer <= 0.5))
+    else:
+        vs_peer = Row(f"client CPU per action vs peer {where}", ms(ours), "n/a", goal="ratio ≤ 0.5", verdict="FAIL")
+    share = Row("client CPU per action, share of the 66.7 ms period", f"{ours / PERIOD_S * 100:.2f} %",
+                goal="< 1 %", verdict=verdict(ours / PERIOD_S < 0.01))
+    return [vs_peer, share]
+
+
+def encode_rows(results: List[dict]) -> List[Row]:
+    pi05 = next((r for r in results if r["model"] == "pi05-droid"), None)
+    if pi05 is None:
+        return [Row("encode 1280×720 → pi05-droid 224×224", "error", verdict="FAIL")]
+    ours = min(pi05["one_thread_ms"], pi05["threads_ms"])
+    ratio = ours / pi05["reference_ms"]
+    return [Row(f"encode 1280×720 → pi05-droid {pi05['size']} (+JPEG q95), per frame", f"{ours:.2f} ms",
+                f"{pi05['reference_ms']:.2f} ms", f"{ratio:.2f}", "ratio ≤ 0.5 (≥ 2× faster)", verdict(ratio <= 0.5))]
+
+
+def interrupt_rows(results: Dict[str, List[Optional[float]]]) -> List[Row]:
+    out = []
+    for state, values in results.items():
+        missing = sum(v is None for v in values)
+        early = sum(v is not None and v < 0 for v in values)  # the run had ended (and held) before the interrupt
+        seen = [v for v in values if v is not None and v >= 0]
+        worst = max(seen) if seen else float("nan")
+        notes = (f", {missing} without hold" if missing else "") + (f", {early} ended before the interrupt" if early else "")
+        text = f"max {ms(worst)} ({len(values)} trials{notes})"
+        out.append(Row(f"interrupt → hold, {state}", text, goal=f"≤ 1 period ({ms(PERIOD_S)})",
+                       verdict=verdict(not missing and bool(seen) and worst <= PERIOD_S)))
+    return out
+
+
+def ros_rows(result: Dict) -> List[Row]:
+    if "skipped" in result:
+        why = str(result["skipped"]).splitlines()[0][:120]
+        return [Row("ROS command interval jitter p99, 15 Hz, two 640×360 streams", f"not run: {why}",
+                    goal="≤ 2 ms", verdict="FAIL"),
+                Row("camera frame publish → /act request at the worker", f"not run: {why}")]
+    jitter = [abs(i - PERIOD_S) for i in result.get("intervals") or []]
+    p99 = common.percentile(jitter, 99)
+    latency = result.get("camera_to_request") or []
+    return [
+        Row("ROS command interval jitter p99 |interval − 66.7 ms|, 15 Hz, two 640×360 streams",
+            f"{ms(p99)} (p50 {ms(common.percentile(jitter, 50))}, max {ms(max(jitter, default=float('nan')))}, "
+            f"{len(jitter)} intervals)", goal="≤ 2 ms", verdict=verdict(bool(jitter) and p99 <= 0.002)),
+        Row("camera frame publish → /act request at the worker",
+            f"p50 {ms(common.percentile(latency, 50))}, p99 {ms(common.percentile(latency, 99))} "
+            f"({len(latency)} requests)"),
+    ]
+
+
+def robot_rows(steps: List[dict], tried: tuple) -> List[Row]:
+    held = [s for s in steps if not s["rose"]]
+    best = max((s["robots"] for s in held), default=0)
+    stopped = next((s for s in steps if s["rose"]), None)
+    text = f"{best}" + (f" (underruns rose at {stopped['robots']})" if stopped else
+                        f" (no rise up to {max(tried)}, the largest step)")
+    by_robots = {s["robots"]: s for s in steps}
+    wanted = [n for n in (1, 4, 16) if n in tried]
+    cost = " / ".join(f"{by_robots[n]['cpu_ms_per_action']:.3f}" if n in by_robots else "n/a" for n in wanted)
+    base, top = by_robots.get(wanted[0]), by_robots.get(wanted[-1])
+    growth = f"{top['cpu_ms_per_action'] / base['cpu_ms_per_action']:.2f} ({wanted[-1]} vs {wanted[0]})" \
+        if base and top and base is not top else "—"
+    return [Row("concurrent robots (separate Policy objects, 15 Hz, latency 0.15 s) before underruns rise",
+                text, goal="≥ 16", verdict=verdict(best >= 16)),
+            Row(f"CPU per action vs robots {' / '.join(map(str, wanted))}", f"{cost} ms", ratio=growth)]
+
+
+def size_rows(results: List[dict]) -> List[Row]:
+    names = " / ".join(f"{r['width']}×{r['height']}" for r in results)
+    values = " / ".join(f"{r['cpu_ms_per_action']:.3f}" for r in results)
+    growth = "—"
+    if len(results) > 1:
+        growth = f"{results[-1]['cpu_ms_per_action'] / results[0]['cpu_ms_per_action']:.2f} (largest vs smallest)"
+    return [Row(f"CPU per action vs frame size {names} (2 cameras, encode each request)", f"{values} ms",
+                ratio=growth)]
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+def run_encode(peer: Optional[str], frames: int, repeats: int) -> List[dict]:
+    """bench_encode in the peers' venv, so openpi-client's resize_with_pad is the reference."""
+    python = peer or sys.executable
+    env = dict(os.environ)
+    env["PYTHONPATH"] = common.ROOT  # our sequence_ai from this checkout, openpi-client from the venv
+    result = subprocess.run([python, os.path.join(common.ROOT, "bench", "bench_encode.py"), "--json",
+                             "--frames", str(frames), "--repeats", str(repeats)],
+                            capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "bench_encode failed")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def timed(name: str, call: Callable[[], object], timings: Dict[str, float], errors: Dict[str, str]) -> object:
+    started = time.perf_counter()
+    print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+    try:
+        return call()
+    except Exception as exc:  # one broken bench must not hide the others' figures
+        errors[name] = f"{type(exc).__name__}: {exc}"
+        print(f"[bench] {name} failed: {errors[name]}", file=sys.stderr)
+        return None
+    finally:
+        timings[name] = time.perf_counter() - started
+        print(f"[bench] {name} took {timings[name]:.0f} s", file=sys.stderr, flush=True)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness, not the goals")
+    parser.add_argument("--out", help=f"Markdown output (default {os.path.relpath(DOC, common.ROOT)}; "
+                                      "with --quick none unless given)")
+    parser.add_argument("--no-peers", action="store_true", help="do not install or run the peers")
+    args = parser.parse_args(argv)
+    out = args.out or (None if args.quick else DOC)
+    sizes = QUICK if args.quick else FULL
+    log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    started, timings, errors = time.perf_counter(), {}, {}
+
+    peer = None
+    if not args.no_peers:
+        peer = timed("peers (.bench-venv)", common.peer_python, timings, errors)
+    encode = timed("encode", lambda: run_encode(peer, sizes["encode_frames"], sizes["encode_repeats"]), timings, errors)
+    underruns = timed("underruns + client CPU",
+                      lambda: bench_underruns.measure(sizes["actions"], LATENCIES, peer, log=log), timings, errors)
+    interrupt = timed("interrupt", lambda: bench_interrupt.measure(sizes["interrupt_trials"], log=log), timings, errors)
+    ros = timed("ros", lambda: bench_ros_jitter.measure(sizes["ros_seconds"], log=log), timings, errors)
+    robots = timed("robots", lambda: bench_robots.measure(sizes["robots"], sizes["robot_seconds"], log=log),
+                   timings, errors)
+    frame_cost = timed("cost vs frame size", lambda: bench_cost.measure(sizes["sizes"], sizes["size_seconds"], log=log),
+                       timings, errors)
+
+    rows: List[Row] = []
+    rows += underrun_rows(underruns) if underruns else [Row("underruns", "error", verdict="FAIL")]
+    rows += cpu_rows(underruns) if underruns else [Row("client CPU per action", "error", verdict="FAIL")]
+    rows += encode_rows(encode) if encode else [Row("encode 1280×720 → pi05-droid", "error", verdict="FAIL")]
+    rows += interrupt_rows(interrupt) if interrupt else [Row("interrupt → hold", "error", verdict="FAIL")]
+    rows += ros_rows(ros if ros is not None else {"skipped": errors.get("ros", "error")})
+    rows += robot_rows(robots, sizes["robots"]) if robots else [Row("concurrent robots", "error", verdict="FAIL")]
+    rows += size_rows(frame_cost) if frame_cost else [Row("CPU per action vs frame size", "error")]
+    wall = time.perf_counter() - started
+
+    table = markdown_table(rows)
+    print(table)
+    failed = [r.metric for r in rows if r.verdict == "FAIL"]
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} rows pass or report; {len(failed)} FAIL; "
+          f"wall {wall:.0f} s", file=sys.stderr)
+    if out:
+        with open(out, "w") as handle:
+            handle.write(document(table, args, sizes, peer, wall, timings, errors, underruns, encode, interrupt, ros,
+                                  robots, frame_cost))
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+# -- the document ----------------------------------------------------------------------------------
+
+def markdown_table(rows: List[Row]) -> str:
+    lines = ["| metric | ours | peer | ratio (ours ÷ peer) | goal | result |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r.metric, r.ours, r.peer, r.ratio, r.goal, r.verdict]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def document(table: str, args, sizes: dict, peer: Optional[str], wall: float, timings: Dict[str, float],
+             errors: Dict[str, str], underruns, encode, interrupt, ros, robots, frame_cost) -> str:
+    command = "make bench" if not args.quick else "scripts/workspace.sh bench --quick"
+    peer_versions = peer_packages(peer)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    parts = [
+        "# Performance",
+        "",
+        f"Generated by `{command}` (`bench/run_all.py`{' --quick' if args.quick else ''}) — do not edit by hand; "
+        "rerun it for this machine's figures.",
+        "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        f"- machine: {os.cpu_count()} CPUs ({host.machine()}, {host.system()} {host.release()}), load average "
+        f"before the run's end {load}; shared with other work, so absolute times vary — read the ratios",
+        f"- Python {host.python_version()}; peers from PyPI in `.bench-venv/`: {peer_versions}",
+        f"- wall time of the whole run: {wall:.0f} s ("
+        + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ")",
+        "",
+        table,
+        "",
+    ]
+    if errors:
+        parts += ["Benches that raised (their rows say error):", ""]
+        parts += [f"- {k}: `{v}`" for k, v in errors.items()] + [""]
+    parts += how_measured(sizes)
+    parts += details(underruns, encode, interrupt, ros, robots, frame_cost)
+    return "\n".join(parts) + "\n"
+
+
+def peer_packages(peer: Optional[str]) -> str:
+    if not peer:
+        return "not installed (peer columns n/a)"
+    probe = ("import importlib.metadata as m; "
+             "print(', '.join(f'{n} {m.version(n)}' for n in ('sequence-ai', 'openpi-client', 'pillow', 'numpy')))")
+    result = subprocess.run([peer, "-c", probe], capture_output=True, text=True, cwd=tempfile.gettempdir())
+    return result.stdout.strip() or "unknown"
+
+
+def how_measured(sizes: dict) -> List[str]:
+    return [
+        "## How each metric is measured",
+        "",
+        f"**Underruns** (`bench/bench_underruns.py`). One local platform per latency; its worker runs the "
+        "stand-in policy behind `bench/bench_policy.py`, which sleeps latency × (1 ± 0.2 uniform, seeded) per "
+        "/act and logs every realised latency. Ours and the public 0.20.0 client run on that worker at the "
+        f"same time, each in a process of its own: a warm-up `predict()`, then `run()` for {sizes['actions']} "
+        "actions at 15 Hz, open-loop horizon 8, lookahead 1, a no-op robot. **Choice:** the five latencies run in "
+        "parallel (five workers, ten client processes), so the sweep takes as long as its slowest run (~2 min for "
+        "1000 actions at 0.9 s) instead of ~11 min in series; the physics is unchanged (15 Hz, real seconds). "
+        "The clients' own CPU is under 1 % of a core each, so running them side by side does not starve them.",
+        "",
+        "**The physical minimum** of `underrun_s` for a chunk-replacing client (one request in flight, each "
+        "chunk replacing the last): a chunk covers W = 8/15 s = 0.533 s of motion, and the request for the next "
+        "chunk cannot start before this one starts to play, so refill i stalls at least max(0, L_i − W). The "
+        "minimum is that sum over the refills the run actually played, with L_i the latencies the worker really "
+        "slept (from the plug-in's log, transport excluded — the floor is a little lower than any real client can "
+        "reach). Goal: 0 underruns when the latencies' p99 < W (0.1 s, 0.3 s); otherwise ours ≤ 1.1× that minimum. "
+        "A client with two chunks in flight (`lookahead=2`) can beat this floor; it is not what is measured here.",
+        "",
+        "**Client CPU per action**: the driver process's `time.process_time()` (all its threads: loop, refill "
+        "threads, telemetry) over `run()`, divided by actions, from the lowest-latency pair of the underrun "
+        "sweep (same worker, same time, same observation: two prebuilt 224×224 JPEG views).",
+        "",
+        f"**Encode** (`bench/bench_encode.py --json`, run in `.bench-venv/` with this checkout on PYTHONPATH): "
+        f"{sizes['encode_frames']} textured 1280×720 frames, best of {sizes['encode_repeats']} interleaved rounds; "
+        "ours = `sequence_ai.encode(frame, pi05-droid)` (best of 1 and N resize threads), peer = "
+        "`openpi_client.image_tools.resize_with_pad` + Pillow JPEG q95 + base64.",
+        "",
+        f"**Interrupt → hold** (`bench/bench_interrupt.py`): {sizes['interrupt_trials']} trials per state, each a "
+        "fresh Policy: *playing* (buffer playing, worker answering at once), *in flight* (the 8 buffered rows "
+        "ran dry, the refill takes 5 s), *warming* (cold worker, 30 s warm-up), *reconnecting* (`worker_down`: "
+        "the refill fails, the client backs off and reconnects). `interrupt()` from another thread at a random "
+        "moment inside the state; latency = that call → the run's `hold()` callback.",
+        "",
+        f"**ROS** (`bench/bench_ros_jitter.py`): the policy node in its own process (`NodeProcess`), a camera "
+        "process publishing two 640×360 rgb8 streams at 15 fps, the arm (joint states at 100 Hz following the "
+        f"position commands) in the bench process; one goal of {int(sizes['ros_seconds'] * HZ)} actions. Jitter "
+        "is measured where a controller sees it: the arrival times of consecutive commands at the arm's "
+        "subscriber (the final hold excluded). Camera → request: each frame carries its counter painted as 16 "
+        "stripes; the worker plug-in reads it back from the JPEG it received; latency = worker arrival − the "
+        "frame's publish time (same host clock). It includes waiting in the node's latest-sample cache until the "
+        "next request, so it is at least the frame's age at observe time.",
+        "",
+        f"**Concurrent robots** (`bench/bench_robots.py`): one process, N Policy objects each run() on its own "
+        f"thread for {sizes['robot_seconds']:g} s at 15 Hz, one worker with 0.15 s ±20 % latency; N = "
+        f"{', '.join(map(str, sizes['robots']))}; the ramp stops when underruns per 1000 actions exceed the "
+        "one-robot step's by more than 1 (or a run errors). CPU per action = process CPU over all robots' actions.",
+        "",
+        f"**Cost vs frame size** (`bench/bench_cost.py`): one robot, `observe()` builds the observation from two "
+        f"raw textured frames with `sequence_ai.observation()` each request (letterbox to 224×224 + JPEG); "
+        f"{sizes['size_seconds']:g} s per size, worker answering at once.",
+        "",
+    ]
+
+
+def details(underruns, encode, interrupt, ros, robots, frame_cost) -> List[str]:
+    parts = ["## Details", ""]
+    if underruns:
+        parts += ["Underruns per latency (`min` = the physical minimum of each client's own run):", "",
+                  "| latency | p99 | client | actions | chunks | underruns | underrun_s | min s | CPU ms/action | wall s |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for entry in underruns:
+            for name in ("ours", "peer"):
+                r = entry.get(name)
+                if not r or "error" in r:
+                    continue
+                parts.append(f"| {entry['latency_s']:.1f} s | {entry['p99_latency_s']:.3f} s | {name} {r['version']} | "
+                             f"{r['actions']} | {r['chunks']} | {r['underruns']} | {r['underrun_s']:.2f} | "
+                             f"{r['min_underrun_s']:.2f} | {r['cpu_s'] / max(1, r['actions']) * 1000:.3f} | "
+                             f"{r['wall_s']:.0f} |")
+        parts.append("")
+    if encode:
+        parts += ["Encode of 1280×720 frames (ms per frame; the pi05 reference is openpi-client's resize_with_pad, "
+                  "the others Pillow's resize with the row's filter):", "",
+                  "| model | size | reference ms | ours 1 thread | ours N threads | speed-up | max \\|Δ\\| |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in encode:
+            parts.append(f"| {r['model']} | {r['size']} | {r['reference_ms']:.2f} | {r['one_thread_ms']:.2f} | "
+                         f"{r['threads_ms']:.2f} ({r['threads']}) | {r['speedup']:.2f}× | {r['max_delta']} |")
+        parts.append("")
+    if interrupt:
+        parts += ["Interrupt → hold, every trial (ms):", ""]
+        for state, values in interrupt.items():
+            parts.append(f"- {state}: " + ", ".join("no hold" if v is None else f"{v * 1000:.1f}" for v in values))
+        parts.append("")
+    if ros and "intervals" in ros:
+        jitter = sorted(abs(i - PERIOD_S) * 1000 for i in ros["intervals"])
+        parts += [f"ROS run: {ros.get('actions')} actions, reason `{ros.get('reason')}`, {ros.get('underruns')} "
+                  f"underruns, {ros.get('requests')} /act requests ({ros.get('tagged')} matched to a frame). "
+                  "|interval − period| percentiles (ms): "
+                  + ", ".join(f"p{q} {common.percentile(jitter, q):.2f}" for q in (50, 90, 95, 99))
+                  + f", max {jitter[-1] if jitter else float('nan'):.2f}; "
+                  f"{sum(j > 2.0 for j in jitter)} of {len(jitter)} intervals off by more than 2 ms.", ""]
+    if robots:
+        parts += ["| robots | actions | underruns | underrun_s | CPU ms/action | errors |", "|---|---|---|---|---|---|"]
+        for s in robots:
+            parts.append(f"| {s['robots']} | {s['actions']} | {s['underruns']} | {s['underrun_s']:.2f} | "
+                         f"{s['cpu_ms_per_action']:.3f} | {s['errors']} |")
+        parts.append("")
+    if frame_cost:
+        parts += ["| frame size | actions | underruns | CPU ms/action |", "|---|---|---|---|"]
+        for r in frame_cost:
+            parts.append(f"| {r['width']}×{r['height']} | {r['actions']} | {r['underruns']} | "
+                         f"{r['cpu_ms_per_action']:.3f} |")
+        parts.append("")
+    return parts
+
+
+if __name__ == "__main__":
+    sys.exit(main())
