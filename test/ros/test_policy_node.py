@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -328,7 +329,7 @@ def test_over_limit_actions_from_the_policy_are_never_published(ros, policy_node
 
 def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
-    handle = planner.send("pick up the red cube", max_seconds=20.0)
+    planner.send("pick up the red cube", max_seconds=20.0)
     assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
     stopped = time.monotonic()
     assert process.stop() == 0
@@ -337,3 +338,50 @@ def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, plat
     assert outcome.reason == "shutdown" and outcome.held
     after = [t for t, _ in arm.command_log() if t >= stopped]
     assert 1 <= len(after) <= 3 and after[-1] - stopped <= 2.0
+
+
+def test_diagnostics_report_loop_rate_latency_underruns_and_input_ages(ros, policy_node, platform):
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    process, arm, planner = start_arm(ros, policy_node, platform)
+    seen = []
+    ros.node.create_subscription(DiagnosticArray, "/diagnostics",
+                                 lambda m: seen.extend(s for s in m.status if s.name.startswith(arm.ns + "/")), 10)
+    Planner.result(planner.send("pick up the red cube", max_seconds=2.5))
+    assert wait_for(lambda: len(seen) >= 2, 5.0)
+    values = {kv.key: kv.value for kv in seen[-1].values}
+    assert float(values["control_hz_measured"]) == pytest.approx(HZ, rel=0.2)
+    assert values["refill_latency_s"] and float(values["refill_latency_s"]) > 0
+    assert "underruns" in values
+    ages = {k: v for k, v in values.items() if k.startswith("age_s ")}
+    assert {f"age_s {arm.ns}/joint_states", f"age_s {arm.ns}/cameras/wrist_left/image_raw"} <= set(ages)
+    assert all(float(v) < 1.0 for v in ages.values())
+
+
+def test_use_sim_time_paces_commands_by_the_simulated_clock(ros, policy_node, platform):
+    from builtin_interfaces.msg import Time
+    from rosgraph_msgs.msg import Clock
+
+    clock_pub = ros.node.create_publisher(Clock, "/clock", 10)
+    stop = threading.Event()
+    wall_start = time.monotonic()
+
+    def run_clock():  # simulated time runs twice as fast as the wall clock
+        while not stop.is_set():
+            sim_t = 1000.0 + 2.0 * (time.monotonic() - wall_start)
+            clock_pub.publish(Clock(clock=Time(sec=int(sim_t), nanosec=int((sim_t % 1) * 1e9))))
+            time.sleep(0.004)
+
+    ticker = threading.Thread(target=run_clock, daemon=True)
+    ticker.start()
+    try:
+        process, arm, planner = start_arm(ros, policy_node, platform, use_sim_time=True)
+        sent = time.monotonic()
+        result = Planner.result(planner.send("pick up the red cube", max_seconds=3.0)).result
+    finally:
+        stop.set()
+        ticker.join(1.0)
+    times = [t for t, _ in run_commands(arm, sent, time.monotonic())][:-1]
+    flowing = (times[-1] - times[0]) - result.outcome.underrun_s
+    rate = (len(times) - 1) / flowing
+    assert rate == pytest.approx(2 * HZ, rel=0.25), f"{rate:.1f} commands per wall second"
