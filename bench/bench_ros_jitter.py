@@ -97,7 +97,8 @@ class Arm:
         from std_msgs.msg import Float64MultiArray
 
         self.q = list(HOME)
-        self.arrivals: List[float] = []
+        self.arrivals: List[float] = []  # monotonic, on arrival at this subscriber
+        self.published: List[float] = []  # the node's DDS source timestamps (wall clock, seconds)
         self._joint_state = JointState
         self.joint_pub = node.create_publisher(JointState, f"{namespace}/joint_states", qos_profile_sensor_data)
         node.create_subscription(Float64MultiArray, f"{namespace}/arm_controller/commands", self._on_command,
@@ -105,8 +106,9 @@ class Arm:
                                  callback_group=MutuallyExclusiveCallbackGroup())
         node.create_timer(0.01, self._publish_joints, callback_group=MutuallyExclusiveCallbackGroup())
 
-    def _on_command(self, message) -> None:
+    def _on_command(self, message, info) -> None:
         self.arrivals.append(time.monotonic())
+        self.published.append(info["source_timestamp"] * 1e-9)
         values = list(message.data)
         if len(values) >= 7:
             self.q = values[:7]
@@ -159,6 +161,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             if not act.wait_for_server(timeout_sec=20.0):
                 return {"skipped": "no act action server"}
             arm.arrivals.clear()
+            arm.published.clear()
             goal = Act.Goal(instruction="pick up the cup", max_seconds=seconds * 3 + 10, max_actions=actions)
             future = act.send_goal_async(goal)
             if not _wait(future.done, 20.0):
@@ -171,6 +174,9 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             result["underruns"] = int(outcome.underruns)
             arrivals = arm.arrivals[: int(outcome.actions)]  # the hold that follows is not a control tick
             result["intervals"] = [b - a for a, b in zip(arrivals, arrivals[1:])]
+            published = arm.published[: int(outcome.actions)]
+            result["publish_intervals"] = [b - a for a, b in zip(published, published[1:])]
+            result["publish_times"] = published
         finally:
             executor.shutdown(timeout_sec=2.0)
             node.destroy_node()
@@ -187,6 +193,13 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
     calls = [c for c in common.read_log(requests_log) if c.get("instruction") == "pick up the cup"]
     result["camera_to_request"] = [c["time"] - published[c["tag"]] for c in calls if c.get("tag") in published]
     result["requests"], result["tagged"] = len(calls), len(result["camera_to_request"])
+    # Which late commands went out right behind an /act request (observe + encode run on the
+    # goal thread between the tick and the command): publish within 30 ms of a request's arrival.
+    request_times = [c["time"] for c in calls]
+    late = [t for t, i in zip(result.get("publish_times", [])[1:], result.get("publish_intervals", []))
+            if abs(i - 1.0 / HZ) > 0.002]
+    result["late_commands"] = len(late)
+    result["late_next_to_request"] = sum(any(abs(t - r) < 0.03 for r in request_times) for t in late)
     intervals = result.get("intervals") or []
     jitter = [abs(i - 1.0 / HZ) for i in intervals]
     log(f"  ros: {result.get('actions')} actions ({result.get('reason')}), jitter p99 "

@@ -363,12 +363,20 @@ def how_measured(sizes: dict) -> List[str]:
     ]
 
 
+def excess(r: dict) -> str:
+    """Mean stall above the physical minimum per refill played, in ms and control periods."""
+    refills = max(1, r["chunks"])
+    extra = (r["underrun_s"] - r["min_underrun_s"]) / refills
+    return f"{extra * 1000:.1f} ms ({extra / PERIOD_S:.2f} periods)"
+
+
 def details(underruns, encode, interrupt, ros, robots, frame_cost) -> List[str]:
     parts = ["## Details", ""]
     if underruns:
         parts += ["Underruns per latency (`min` = the physical minimum of each client's own run):", "",
-                  "| latency | p99 | client | actions | chunks | underruns | underrun_s | min s | CPU ms/action | wall s |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| latency | p99 | client | actions | chunks | underruns | underrun_s | min s | "
+                  "excess per refill | CPU ms/action | wall s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for entry in underruns:
             for name in ("ours", "peer"):
                 r = entry.get(name)
@@ -376,7 +384,7 @@ def details(underruns, encode, interrupt, ros, robots, frame_cost) -> List[str]:
                     continue
                 parts.append(f"| {entry['latency_s']:.1f} s | {entry['p99_latency_s']:.3f} s | {name} {r['version']} | "
                              f"{r['actions']} | {r['chunks']} | {r['underruns']} | {r['underrun_s']:.2f} | "
-                             f"{r['min_underrun_s']:.2f} | {r['cpu_s'] / max(1, r['actions']) * 1000:.3f} | "
+                             f"{r['min_underrun_s']:.2f} | {excess(r)} | {r['cpu_s'] / max(1, r['actions']) * 1000:.3f} | "
                              f"{r['wall_s']:.0f} |")
         parts.append("")
     if encode:
@@ -400,7 +408,16 @@ def details(underruns, encode, interrupt, ros, robots, frame_cost) -> List[str]:
                   "|interval − period| percentiles (ms): "
                   + ", ".join(f"p{q} {common.percentile(jitter, q):.2f}" for q in (50, 90, 95, 99))
                   + f", max {jitter[-1] if jitter else float('nan'):.2f}; "
-                  f"{sum(j > 2.0 for j in jitter)} of {len(jitter)} intervals off by more than 2 ms.", ""]
+                  f"{sum(j > 2.0 for j in jitter)} of {len(jitter)} intervals off by more than 2 ms."]
+        stamped = sorted(abs(i - PERIOD_S) * 1000 for i in ros.get("publish_intervals") or [])
+        if stamped:
+            parts += ["The same commands timed by the node's own DDS source timestamps (when it published them, "
+                      "so transport and this bench's subscriber are out of it): "
+                      + ", ".join(f"p{q} {common.percentile(stamped, q):.2f}" for q in (50, 90, 95, 99))
+                      + f", max {stamped[-1]:.2f} ms. Of the {ros.get('late_commands')} commands published more "
+                      f"than 2 ms off the period, {ros.get('late_next_to_request')} went out within 30 ms of an "
+                      "/act request reaching the worker."]
+        parts.append("")
     if robots:
         parts += ["| robots | actions | underruns | underrun_s | CPU ms/action | errors |", "|---|---|---|---|---|---|"]
         for s in robots:
