@@ -51,6 +51,11 @@ def _replacing(harness, publisher, make: Callable[[], object], period_s: float):
     return timer
 
 
+def _stop(harness, timer) -> None:
+    timer.cancel()  # at once, even while the executor waits on it; destroying alone may lag
+    harness.node.destroy_timer(timer)
+
+
 def _goal(harness, planner, arm, max_actions: int):
     sent = time.monotonic()
     response = GoalRun(harness.node, planner, "pick up the cup", max_seconds=10.0, max_actions=max_actions).wait(30)
@@ -80,7 +85,7 @@ def test_a_malformed_image_ends_the_goal_bad_input_before_any_action(node_under_
     try:
         response, commands = _goal(harness, planner, arm, max_actions=10)
     finally:
-        harness.node.destroy_timer(timer)
+        _stop(harness, timer)
         arm.silent_views.discard("wrist_left")
     result = response.result
     assert response.status == 6 and result.status == Act.Result.STATUS_STALE_INPUT
@@ -118,7 +123,7 @@ def test_unusable_joint_states_end_the_goal_bad_input_and_nothing_is_published(n
     try:
         response, commands = _goal(harness, planner, arm, max_actions=10)
     finally:
-        harness.node.destroy_timer(timer)
+        _stop(harness, timer)
         arm.joint_states_on = True
         time.sleep(0.2)
     result = response.result
@@ -145,7 +150,7 @@ def test_joint_states_are_read_by_name_whatever_their_order_or_extras(node_under
     try:
         response, commands = _goal(harness, planner, arm, max_actions=10)
     finally:
-        harness.node.destroy_timer(timer)
+        _stop(harness, timer)
         arm.joint_states_on = True
     result = response.result
     assert result.status == Act.Result.STATUS_COMPLETED, result.message
