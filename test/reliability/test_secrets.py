@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
 
 from _canned_server import CannedServer
-from _loop_robot import Robot, policy_for, run_kwargs
+from _loop_robot import Robot, observation, policy_for, run_kwargs
 
 from sequence_ai import (
     CertPinError,
@@ -155,3 +155,12 @@ def test_body_just_under_the_limit_is_sent_and_judged_by_the_worker(platform):
     with policy_for(platform, validate="off") as policy, pytest.raises(InvalidRequest) as info:
         policy.predict(just_under)
     assert info.value.status == 400, "the worker, not the client, refused it (and not as too large)"
+
+
+def test_observation_with_non_finite_joints_is_refused_before_upload(platform):
+    frames = observation()
+    broken = Observation(images=frames.images, instruction=frames.instruction,
+                         proprioception=Proprioception(joint_positions=[float("nan")] * 7, gripper=[0.0]))
+    with policy_for(platform, validate="off") as policy, pytest.raises(InvalidRequest, match="JSON"):
+        policy.predict(broken)
+    assert platform.stats() == {} or not any(platform.stats().values()), "something was sent"
