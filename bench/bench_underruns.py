@@ -36,7 +36,7 @@ DRIVER = r'''
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import sequence_ai
-frame_path, actions, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+frame_path, actions, tag, lookahead = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 data = open(frame_path).read()
 def observation(instruction):
     return sequence_ai.Observation(
@@ -48,7 +48,7 @@ with sequence_ai.connect("pi05-droid") as policy:
     policy.predict(observation("warmup " + tag))  # admission, TLS, catalogue: not measured
     cpu0, wall0 = time.process_time(), time.perf_counter()
     out = policy.run(observe=lambda: obs, act=lambda a: None, validate=lambda a: True, max_actions=actions,
-                     progress=False, open_loop_horizon=8)
+                     progress=False, open_loop_horizon=8, **({"lookahead": lookahead} if lookahead > 1 else {}))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
 print(json.dumps({"version": sequence_ai.__version__, "actions": out.actions, "chunks": out.chunks,
                   "underruns": out.underruns, "underrun_s": out.underrun_s, "cpu_s": cpu, "wall_s": wall,
@@ -56,13 +56,15 @@ print(json.dumps({"version": sequence_ai.__version__, "actions": out.actions, "c
 '''
 
 
-def drive(python: str, env: Dict[str, str], frame_path: str, actions: int, tag: str, ours: bool) -> dict:
+def drive(python: str, env: Dict[str, str], frame_path: str, actions: int, tag: str, ours: bool,
+          lookahead: int = 1) -> dict:
     env = dict(env)
     if ours:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), common.ROOT) if p)
     else:
         env.pop("PYTHONPATH", None)  # the peer must never import this checkout
-    result = subprocess.run([python, "-c", DRIVER, frame_path, str(actions), tag], env=env, capture_output=True,
+    result = subprocess.run([python, "-c", DRIVER, frame_path, str(actions), tag, str(lookahead)], env=env,
+                            capture_output=True,
                             text=True, cwd=tempfile.gettempdir(), timeout=900)
     if result.returncode != 0:
         return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -79,14 +81,15 @@ def physical_minimum(result: dict, latencies: List[float]) -> float:
 
 
 def measure(actions: int = 1000, latencies: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9),
-            peer: Optional[str] = None, log=print) -> List[dict]:
-    """One row per latency: {"latency_s", "ours": result, "peer": result, "p99_latency_s"}; each
-    result has the outcome's counts plus "min_underrun_s"."""
+            peer: Optional[str] = None, log=print, lookahead2_from_s: Optional[float] = None) -> List[dict]:
+    """One row per latency: {"latency_s", "ours": result, "peer": result, "p99_latency_s"} (and
+    "ours la=2", ours with two chunks in flight, at latencies ≥ lookahead2_from_s); each result has
+    the outcome's counts plus "min_underrun_s" (the lookahead-1 floor)."""
     tmp = tempfile.mkdtemp(prefix="bench-underruns-")
     frame_path = os.path.join(tmp, "frame.b64")
     with open(frame_path, "w") as handle:
         handle.write(common.jpeg_b64())
-    clients = [("ours", sys.executable, True)] + ([("peer", peer, False)] if peer else [])
+    clients = [("ours", sys.executable, True, 1)] + ([("peer", peer, False, 1)] if peer else [])
     rows: List[dict] = []
     with ExitStack() as stack:
         platforms = []
@@ -94,24 +97,28 @@ def measure(actions: int = 1000, latencies: Sequence[float] = (0.1, 0.3, 0.5, 0.
             log_path = os.path.join(tmp, f"policy-{latency:g}.log")
             platform = stack.enter_context(common.bench_platform(latency, JITTER, log_path, seed=index))
             platforms.append((latency, platform, log_path))
-        jobs = []
-        with ThreadPoolExecutor(max_workers=len(platforms) * len(clients)) as pool:
-            for latency, platform, log_path in platforms:
-                env = {**os.environ, **platform.env()}
-                for name, python, ours in clients:
-                    jobs.append((latency, name, log_path, pool.submit(drive, python, env, frame_path, actions,
-                                                                       f"bench {name}", ours)))
+        runs = []
+        for latency, platform, log_path in platforms:
+            env = {**os.environ, **platform.env()}
+            wanted = list(clients)
+            if lookahead2_from_s is not None and latency >= lookahead2_from_s:
+                wanted.append(("ours la=2", sys.executable, True, 2))
+            runs += [(latency, log_path, env, *client) for client in wanted]
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:  # every run at once
+            jobs = [(latency, name, log_path, pool.submit(drive, python, env, frame_path, actions, f"bench {name}",
+                                                          ours, lookahead))
+                    for latency, log_path, env, name, python, ours, lookahead in runs]
             results: Dict[float, dict] = {}
             for latency, name, log_path, job in jobs:
                 result = job.result()
                 entry = results.setdefault(latency, {"latency_s": latency, "log": log_path})
                 entry[name] = result
-                log(f"  underruns: latency {latency:.1f}s {name:<4} {summary(result)}")
+                log(f"  underruns: latency {latency:.1f}s {name:<9} {summary(result)}")
     for latency in latencies:
         entry = results[latency]
         calls = common.read_log(entry.pop("log"))
         entry["p99_latency_s"] = common.percentile([c["latency_s"] for c in calls], 99)
-        for name, _, _ in clients:
+        for name in [n for n in entry if n.startswith(("ours", "peer"))]:
             result = entry[name]
             mine = [c["latency_s"] for c in sorted(calls, key=lambda c: c["time"]) if c["instruction"] == f"bench {name}"]
             if "error" not in result:
@@ -127,23 +134,29 @@ def summary(result: dict) -> str:
             f"{result['cpu_s'] / max(1, result['actions']) * 1000:.3f} ms CPU/action, {result['reason']}")
 
 
-def main() -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--actions", type=int, default=1000)
     parser.add_argument("--latencies", default="0.1,0.3,0.5,0.7,0.9")
     parser.add_argument("--ours-only", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--lookahead2", action="store_true", help="also ours with lookahead=2 at every latency")
+    args = parser.parse_args(argv)
     peer = None if args.ours_only else common.peer_python()
-    rows = measure(args.actions, [float(x) for x in args.latencies.split(",")], peer)
-    print(f"{'latency':>8} {'client':<5} {'underruns':>9} {'stall s':>8} {'min s':>7} {'cpu ms/act':>10}")
+    rows = measure(args.actions, [float(x) for x in args.latencies.split(",")], peer,
+                   lookahead2_from_s=0.0 if args.lookahead2 else None)
+    print_table(rows)
+    return 0
+
+
+def print_table(rows: List[dict]) -> None:
+    print(f"{'latency':>8} {'client':<9} {'underruns':>9} {'stall s':>8} {'min s':>7} {'cpu ms/act':>10}")
     for row in rows:
-        for name in ("ours", "peer"):
+        for name in ("ours", "peer", "ours la=2"):
             r = row.get(name)
             if r is None or "error" in r:
                 continue
-            print(f"{row['latency_s']:>7.1f}s {name:<5} {r['underruns']:>9} {r['underrun_s']:>8.2f} "
+            print(f"{row['latency_s']:>7.1f}s {name:<9} {r['underruns']:>9} {r['underrun_s']:>8.2f} "
                   f"{r['min_underrun_s']:>7.2f} {r['cpu_s'] / max(1, r['actions']) * 1000:>10.3f}")
-    return 0
 
 
 if __name__ == "__main__":

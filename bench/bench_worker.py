@@ -21,16 +21,15 @@ import ssl
 import statistics
 import sys
 import time
-from typing import List
+from typing import Dict, List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common
+import httpx
+import numpy as np
+from PIL import Image
 
-import httpx  # noqa: E402
-import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from sequence_ai.platform.spawn import LocalPlatform  # noqa: E402
+from sequence_ai.platform.spawn import LocalPlatform
 
 GOAL_P50_MS = 5.0
 
@@ -46,18 +45,11 @@ def camera_frame(seed: int) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def percentile(values: List[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100.0 * (len(ordered) - 1)))]
+percentile = common.percentile
 
 
-def main(argv: List[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=400)
-    parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--check", action="store_true", help="exit 1 if handler p50 misses the goal")
-    args = parser.parse_args(argv)
-
+def measure(requests: int = 400, warmup: int = 30) -> Dict[str, List[float]]:
+    """{"handler_ms": worker perf.handler_ms minus injected, "rtt_ms": client round trip}."""
     frames = [camera_frame(1), camera_frame(2)]
     body = {
         "model": "pi05-droid",
@@ -77,21 +69,31 @@ def main(argv: List[str] | None = None) -> int:
         host, port = answer["worker_url"].split("://", 1)[1].rsplit(":", 1)
         served = hashlib.sha256(ssl.PEM_cert_to_DER_cert(ssl.get_server_certificate((host, int(port))))).hexdigest()
         if served != answer["cert_fingerprint"]:
-            print("certificate does not match the pin", file=sys.stderr)
-            return 1
+            raise RuntimeError("certificate does not match the pin")
         handler, rtt = [], []
         with httpx.Client(base_url=answer["worker_url"], verify=False, timeout=10.0,
                           headers={"Authorization": f"Bearer {answer['direct_secret']}"}) as worker:
-            for i in range(args.warmup + args.requests):
+            for i in range(warmup + requests):
                 t0 = time.perf_counter()
                 r = worker.post("/act", json=body, headers={"X-Seq-Request-Id": f"r-{i:08x}"})
                 elapsed = (time.perf_counter() - t0) * 1000.0
                 r.raise_for_status()
                 perf = r.json()["perf"]
-                if i >= args.warmup:
+                if i >= warmup:
                     handler.append(perf["handler_ms"] - perf.get("injected_ms", 0.0))
                     rtt.append(elapsed)
+    return {"handler_ms": handler, "rtt_ms": rtt}
 
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--check", action="store_true", help="exit 1 if handler p50 misses the goal")
+    args = parser.parse_args(argv)
+    result = measure(args.requests, args.warmup)
+    handler, rtt = result["handler_ms"], result["rtt_ms"]
+    frames = [camera_frame(1)]
     size_kb = len(frames[0]) * 3 / 4 / 1024
     print(f"worker /act, pi05-droid, 2 views 224x224 JPEG q95 (~{size_kb:.0f} KB each), {args.requests} requests")
     print(f"{'measure':<28}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")

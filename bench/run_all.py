@@ -27,6 +27,7 @@ import bench_interrupt
 import bench_robots
 import bench_ros_jitter
 import bench_underruns
+import bench_worker
 import common
 
 HZ = 15.0
@@ -36,9 +37,10 @@ DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
 
 FULL = {"actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
         "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
-        "size_seconds": 6.0}
+        "size_seconds": 6.0, "worker_requests": 300}
 QUICK = {"actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
-         "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5}
+         "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5,
+         "worker_requests": 20}
 LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
@@ -90,6 +92,11 @@ def underrun_rows(rows: List[dict]) -> List[Row]:
         else:
             goal, ok = f"≤ 1.1× min {minimum:.2f} s", ours["underrun_s"] <= 1.1 * minimum
         out.append(Row(metric, shown(ours), shown(peer), ratio, goal, verdict(ok)))
+    for entry in rows:
+        two = entry.get("ours la=2")
+        if two and "error" not in two:
+            out.append(Row(f"underruns with lookahead=2 (ours, two chunks in flight), latency {entry['latency_s']:.1f} s",
+                           f"{two['underruns']} ({two['underrun_s']:.2f} s)"))
     return out
 
 
@@ -171,6 +178,15 @@ def robot_rows(steps: List[dict], tried: tuple) -> List[Row]:
             Row(f"CPU per action vs robots {' / '.join(map(str, wanted))}", f"{cost} ms", ratio=growth)]
 
 
+def worker_rows(result: Dict[str, List[float]]) -> List[Row]:
+    handler, rtt = result["handler_ms"], result["rtt_ms"]
+    p50 = common.percentile(handler, 50)
+    return [Row("worker /act handler time (perf.handler_ms, 2 views 224×224)",
+                f"p50 {p50:.2f} ms, p99 {common.percentile(handler, 99):.2f} ms; round trip p50 "
+                f"{common.percentile(rtt, 50):.2f} ms ({len(handler)} requests)", goal="p50 < 5 ms",
+                verdict=verdict(p50 < 5.0))]
+
+
 def size_rows(results: List[dict]) -> List[Row]:
     names = " / ".join(f"{r['width']}×{r['height']}" for r in results)
     values = " / ".join(f"{r['cpu_ms_per_action']:.3f}" for r in results)
@@ -227,11 +243,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         peer = timed("peers (.bench-venv)", common.peer_python, timings, errors)
     encode = timed("encode", lambda: run_encode(peer, sizes["encode_frames"], sizes["encode_repeats"]), timings, errors)
     underruns = timed("underruns + client CPU",
-                      lambda: bench_underruns.measure(sizes["actions"], LATENCIES, peer, log=log), timings, errors)
+                      lambda: bench_underruns.measure(sizes["actions"], LATENCIES, peer, log=log,
+                                                      lookahead2_from_s=0.5), timings, errors)
     interrupt = timed("interrupt", lambda: bench_interrupt.measure(sizes["interrupt_trials"], log=log), timings, errors)
     ros = timed("ros", lambda: bench_ros_jitter.measure(sizes["ros_seconds"], log=log), timings, errors)
     robots = timed("robots", lambda: bench_robots.measure(sizes["robots"], sizes["robot_seconds"], log=log),
                    timings, errors)
+    worker = timed("worker handler", lambda: bench_worker.measure(sizes["worker_requests"],
+                                                                  min(30, sizes["worker_requests"])), timings, errors)
     frame_cost = timed("cost vs frame size", lambda: bench_cost.measure(sizes["sizes"], sizes["size_seconds"], log=log),
                        timings, errors)
 
@@ -243,6 +262,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows += ros_rows(ros if ros is not None else {"skipped": errors.get("ros", "error")})
     rows += robot_rows(robots, sizes["robots"]) if robots else [Row("concurrent robots", "error", verdict="FAIL")]
     rows += size_rows(frame_cost) if frame_cost else [Row("CPU per action vs frame size", "error")]
+    rows += worker_rows(worker) if worker else [Row("worker /act handler time", "error", verdict="FAIL")]
     wall = time.perf_counter() - started
 
     table = markdown_table(rows)
@@ -325,7 +345,8 @@ def how_measured(sizes: dict) -> List[str]:
         "minimum is that sum over the refills the run actually played, with L_i the latencies the worker really "
         "slept (from the plug-in's log, transport excluded — the floor is a little lower than any real client can "
         "reach). Goal: 0 underruns when the latencies' p99 < W (0.1 s, 0.3 s); otherwise ours ≤ 1.1× that minimum. "
-        "A client with two chunks in flight (`lookahead=2`) can beat this floor; it is not what is measured here.",
+        "A client with two chunks in flight (`lookahead=2`) can beat this floor: ours with lookahead=2 runs "
+        "beside them at 0.5 s and above and is reported without a goal (its CPU and timing share the same worker).",
         "",
         "**Client CPU per action**: the driver process's `time.process_time()` (all its threads: loop, refill "
         "threads, telemetry) over `run()`, divided by actions, from the lowest-latency pair of the underrun "
@@ -360,6 +381,10 @@ def how_measured(sizes: dict) -> List[str]:
         f"raw textured frames with `sequence_ai.observation()` each request (letterbox to 224×224 + JPEG); "
         f"{sizes['size_seconds']:g} s per size, worker answering at once.",
         "",
+        f"**Worker handler** (`bench/bench_worker.py`): {sizes['worker_requests']} /act requests (two 224×224 "
+        "textured JPEG q95 views) over one pinned keep-alive TLS connection, after a warm-up; the worker's own "
+        "`perf.handler_ms` and the client's round trip.",
+        "",
     ]
 
 
@@ -378,13 +403,15 @@ def details(underruns, encode, interrupt, ros, robots, frame_cost) -> List[str]:
                   "excess per refill | CPU ms/action | wall s |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for entry in underruns:
-            for name in ("ours", "peer"):
+            for name in ("ours", "peer", "ours la=2"):
                 r = entry.get(name)
                 if not r or "error" in r:
                     continue
+                floor = "—" if name == "ours la=2" else f"{r['min_underrun_s']:.2f}"
+                extra = "—" if name == "ours la=2" else excess(r)
                 parts.append(f"| {entry['latency_s']:.1f} s | {entry['p99_latency_s']:.3f} s | {name} {r['version']} | "
                              f"{r['actions']} | {r['chunks']} | {r['underruns']} | {r['underrun_s']:.2f} | "
-                             f"{r['min_underrun_s']:.2f} | {excess(r)} | {r['cpu_s'] / max(1, r['actions']) * 1000:.3f} | "
+                             f"{floor} | {extra} | {r['cpu_s'] / max(1, r['actions']) * 1000:.3f} | "
                              f"{r['wall_s']:.0f} |")
         parts.append("")
     if encode:

@@ -25,6 +25,7 @@ ROWS = [
     "interrupt → hold, reconnecting",
     "ROS command interval jitter p99", "camera frame publish → /act request",
     "concurrent robots", "CPU per action vs robots", "CPU per action vs frame size",
+    "underruns with lookahead=2 (ours, two chunks in flight), latency 0.9 s", "worker /act handler time",
 ]
 ROS_ROWS = ("ROS command interval jitter p99", "camera frame publish → /act request")
 
