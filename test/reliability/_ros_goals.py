@@ -40,8 +40,11 @@ class GoalRun:
             planner.act.send_goal_async(goal).add_done_callback(on_goal)
 
         timer = node.create_timer(0.001, send)
+        self._node, self._timer = node, timer
 
     def wait(self, timeout_s: float = 60.0) -> Any:
-        assert self._done.wait(timeout_s), "no result in time"
+        finished = self._done.wait(timeout_s)
+        self._node.destroy_timer(self._timer)  # fired once and cancelled itself
+        assert finished, "no result in time"
         assert self.accepted, "the goal was not accepted"
         return self.response
