@@ -284,7 +284,8 @@ class ControlLoop:
                 if len(self.p._buffer) == 0:
                     self.take_delivery()
                 self.collect_ready()
-                self.top_up()
+                if self.actions == 0:
+                    self.top_up()
                 if self.interrupted():
                     raise Interrupted()
                 if s.max_seconds is not None and self.elapsed() >= s.max_seconds:
@@ -303,6 +304,9 @@ class ControlLoop:
                 if self.actions == 1:
                     self.status("running")
                 if self.actions < s.max_actions:
+                    # Prefetch right after an action, in the slack of the period, so observe()
+                    # and encoding never delay the next action past its tick.
+                    self.top_up()
                     s.pacer.wait(1.0 / self.hz(), self.p._interrupt.is_set)
             else:
                 reason = "completed"
