@@ -137,27 +137,71 @@ class Planner:
     def ready(self) -> bool:
         return bool(self.warming) and self.warming[-1].ready
 
-    def send(self, instruction: str, max_seconds: float, max_actions: int = 0, feedback: Optional[list] = None):
+    # rclpy's ActionClient registers a request's future only after sending it; a response taken
+    # by another executor thread in between is dropped. Every action-client call is therefore
+    # made from a one-shot timer in the node's default callback group, the client's own group.
+    def _in_executor(self, fn: Callable[[], None]) -> None:
+        ran = threading.Event()
+
+        def once() -> None:
+            timer.cancel()
+            try:
+                fn()
+            finally:
+                ran.set()
+
+        timer = self.node.create_timer(0.001, once)
+        assert ran.wait(10.0), "the executor never ran the call"
+        self.node.destroy_timer(timer)
+
+    def send(self, instruction: str, max_seconds: float, max_actions: int = 0,
+             feedback: Optional[list] = None) -> SentGoal:
         goal = Act.Goal(instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions)
         assert self.act.wait_for_server(timeout_sec=10.0), "no act action server"
         callback = (lambda m: feedback.append((time.monotonic(), m.feedback))) if feedback is not None else None
-        future = self.act.send_goal_async(goal, feedback_callback=callback)
-        assert wait_for(future.done, 10.0), "goal response never came"
-        handle = future.result()
-        assert handle.accepted
-        return handle
+        sent = SentGoal(self)
+        self._in_executor(lambda: self.act.send_goal_async(goal, feedback_callback=callback)
+                          .add_done_callback(sent.on_goal))
+        assert sent.accepted.wait(10.0), "goal response never came"
+        assert sent.handle.accepted
+        return sent
+
+    def cancel(self, sent: SentGoal, timeout_s: float = 5.0) -> bool:
+        done = threading.Event()
+        self._in_executor(lambda: sent.handle.cancel_goal_async().add_done_callback(lambda _: done.set()))
+        return done.wait(timeout_s)
 
     @staticmethod
-    def result(handle, timeout_s: float = 60.0):
-        future = handle.get_result_async()
-        assert wait_for(future.done, timeout_s), "no result in time"
-        return future.result()
+    def result(sent: SentGoal, timeout_s: float = 60.0):
+        assert sent.done.wait(timeout_s), "no result in time"
+        return sent.response
 
     def call(self, client, request, timeout_s: float = 5.0):
         assert client.wait_for_service(timeout_sec=10.0)
         future = client.call_async(request)
         assert wait_for(future.done, timeout_s), "service did not answer"
         return future.result()
+
+
+class SentGoal:
+    """A goal sent by Planner.send: its handle, and its result once it ends."""
+
+    def __init__(self, planner: Planner):
+        self.planner = planner
+        self.handle: Any = None
+        self.response: Any = None
+        self.accepted = threading.Event()
+        self.done = threading.Event()
+
+    def on_goal(self, future: Any) -> None:
+        self.handle = future.result()
+        if self.handle.accepted:  # asked from the executor, so the result cannot be missed
+            self.handle.get_result_async().add_done_callback(self.on_result)
+        self.accepted.set()
+
+    def on_result(self, future: Any) -> None:
+        self.response = future.result()
+        self.done.set()
 
 
 class RosHarness:
