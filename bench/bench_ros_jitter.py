@@ -170,7 +170,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             if not _wait(answer.done, seconds * 3 + 30):
                 return {"skipped": "goal did not finish"}
             outcome = answer.result().result.outcome
-            result["actions"], result["reason"] = int(outcome.actions), outcome.reason
+            result["actions"], result["reason"], result["planned"] = int(outcome.actions), outcome.reason, actions
             result["underruns"] = int(outcome.underruns)
             arrivals = arm.arrivals[: int(outcome.actions)]  # the hold that follows is not a control tick
             result["intervals"] = [b - a for a, b in zip(arrivals, arrivals[1:])]
@@ -190,6 +190,9 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             for line in handle:
                 counter, stamp = line.split()
                 published[int(counter)] = float(stamp)
+    stamps = sorted(published.values())
+    result["frames_published"] = len(stamps)
+    result["largest_publish_gap_s"] = max((b - a for a, b in zip(stamps, stamps[1:])), default=float("nan"))
     calls = [c for c in common.read_log(requests_log) if c.get("instruction") == "pick up the cup"]
     result["camera_to_request"] = [c["time"] - published[c["tag"]] for c in calls if c.get("tag") in published]
     result["requests"], result["tagged"] = len(calls), len(result["camera_to_request"])
