@@ -49,7 +49,9 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.
 class ArmDouble:
     """The robot side, in the test process, under namespace `ns`."""
 
-    def __init__(self, node, ns: str, views=("exterior_1", "wrist_left"), size=(640, 360),
+    # 448×252 (16:9, 339 KB): under Fast DDS's 512 KB shared-memory segment. Larger raw frames
+    # travel as UDP fragments, and with best-effort sensor QoS one lost fragment loses the frame.
+    def __init__(self, node, ns: str, views=("exterior_1", "wrist_left"), size=(448, 252),
                  command_type: str = "float64_multi_array"):
         self.node = node
         self.ns = ns

@@ -354,7 +354,7 @@ def test_diagnostics_report_loop_rate_latency_underruns_and_input_ages(ros, poli
     assert "underruns" in values
     ages = {k: v for k, v in values.items() if k.startswith("age_s ")}
     assert {f"age_s {arm.ns}/joint_states", f"age_s {arm.ns}/cameras/wrist_left/image_raw"} <= set(ages)
-    assert all(float(v) < 1.0 for v in ages.values())
+    assert all(0.0 <= float(v) < 5.0 for v in ages.values()), ages
 
 
 def test_use_sim_time_paces_commands_by_the_simulated_clock(ros, policy_node, platform):
