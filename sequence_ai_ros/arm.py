@@ -8,9 +8,8 @@ one hold command on the topic (position: where the arm is; velocity: zero).
 
 from __future__ import annotations
 
-import collections
 import threading
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import sequence_ai
 
@@ -20,16 +19,6 @@ from .parameters import NodeConfig
 from .safety import CommandLimits, UnsafeCommand, check_command
 
 __all__ = ["ArmLoop"]
-
-
-class _ChunkOrigin:
-    """The joint state a chunk was computed from, and how many of its rows are still to play."""
-
-    __slots__ = ("q_ref", "rows_left")
-
-    def __init__(self, q_ref: Sequence[float], rows_left: int):
-        self.q_ref = list(q_ref)
-        self.rows_left = rows_left
 
 
 class ArmLoop:
@@ -58,8 +47,8 @@ class ArmLoop:
         )
         self._lock = threading.Lock()
         self.instruction = ""
-        self._origins: Deque[_ChunkOrigin] = collections.deque()
-        self._last_q_observed: Optional[List[float]] = None
+        # The joint state the playing chunk was computed from: its displacement rows offset it.
+        self._q_ref: Optional[List[float]] = None
         self._pending: Optional[Command] = None
         self.last_command: Optional[Command] = None
         self.unsafe_reason = ""
@@ -75,7 +64,7 @@ class ArmLoop:
         with self._lock:
             self.instruction = instruction
             self._seam_anchor = None
-            self._origins.clear()
+            self._q_ref = None
             self._pending = None
             self.last_command = None
             self.unsafe_reason = ""
@@ -92,8 +81,6 @@ class ArmLoop:
             self.model, images=images, joints=list(reading.positions), gripper=gripper,
             instruction=self.instruction or "",
         )
-        with self._lock:
-            self._last_q_observed = list(reading.positions)
         return observation
 
     def on_chunk(self, chunk: Any) -> None:
@@ -107,26 +94,19 @@ class ArmLoop:
                 self._seam_index = 0
             else:
                 self._seam_anchor = None
-        if not self.mapping.needs_q_ref:
-            return
-        source = getattr(chunk, "observation", None)
-        if source is not None:
-            q_ref = list(source.proprioception.joint_positions)
-        else:
+        if self.mapping.needs_q_ref:
+            # One chunk at a time (lookahead 1 is enforced for displacement rows): the new chunk
+            # replaces the buffer, so its rows are the next to play.
             with self._lock:
-                q_ref = list(self._last_q_observed or [])
-        rows = len(chunk.executable_rows()) if hasattr(chunk, "executable_rows") else len(chunk)
-        with self._lock:
-            if self.config.lookahead <= 1:
-                self._origins.clear()
-            self._origins.append(_ChunkOrigin(q_ref, rows))
+                self._q_ref = list(chunk.observation.proprioception.joint_positions)
 
     def validate(self, row: Sequence[float]) -> bool:
         """Convert and check one row; False (the run stops, nothing published) if unsafe."""
         reading = read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint)
         for sample in self.cameras.values():
             sample.fresh()  # a camera that stopped stops the run, even mid-chunk
-        q_ref = self._take_q_ref() if self.mapping.needs_q_ref else None
+        with self._lock:
+            q_ref = self._q_ref
         try:
             command = self._ramp(self.mapping.command(row, q_ref))
             previous = None
@@ -194,16 +174,6 @@ class ArmLoop:
         w = (i + 1) / (n + 1)
         joints = tuple((1 - w) * a + w * b for a, b in zip(anchor, command.joints))
         return Command(joints, command.gripper, command.interface)
-
-    def _take_q_ref(self) -> Optional[List[float]]:
-        with self._lock:
-            while self._origins and self._origins[0].rows_left <= 0:
-                self._origins.popleft()
-            if not self._origins:
-                return list(self._last_q_observed) if self._last_q_observed else None
-            origin = self._origins[0]
-            origin.rows_left -= 1
-            return origin.q_ref
 
     def _measured_gripper(self) -> Optional[float]:
         try:

@@ -280,7 +280,9 @@ class PolicyNode(Node):
                 max_actions=max_actions, max_seconds=float(goal.max_seconds),
                 until=(self._until.is_set if c.until_topic else None),
                 on_chunk=self.arm.on_chunk, prefetch=c.prefetch, lookahead=c.lookahead,
-                smooth_seam=0 if mapping_blends_in_node(self.arm) else c.smooth_seam, align_chunks=c.align_chunks, startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
+                # displacement rows are ramped by the node after conversion (arm.py), not here
+                smooth_seam=0 if self.arm.mapping.needs_q_ref else c.smooth_seam,
+                align_chunks=c.align_chunks, startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
                 progress=False,
             )
             reason = outcome.reason
@@ -405,11 +407,6 @@ class PolicyNode(Node):
             self.policy.interrupt()
             self._run_done.wait(5.0)
         self.policy.close()
-
-
-def mapping_blends_in_node(arm: ArmLoop) -> bool:
-    """Displacement rows are blended after conversion, in command space, by the node."""
-    return arm.mapping.needs_q_ref
 
 
 def _header(node: Node):
