@@ -52,7 +52,6 @@ class ArmLoop:
         self._pending: Optional[Command] = None
         self.last_command: Optional[Command] = None
         self.unsafe_reason = ""
-        self.holds = 0
         self.published_this_tick = 0
         self._chunk_start = True
         self._blend_in_node = mapping.needs_q_ref and config.smooth_seam > 0 and config.command_interface == "position"
@@ -68,7 +67,6 @@ class ArmLoop:
             self._pending = None
             self.last_command = None
             self.unsafe_reason = ""
-            self.holds = 0
 
     # -- the four callables ---------------------------------------------------------------------
     def observe(self) -> sequence_ai.Observation:
@@ -141,7 +139,6 @@ class ArmLoop:
             self._warn("no joint state has ever been received: nothing to hold")
             return
         self.publisher.publish(command, self.period_s())
-        self.holds += 1
 
     def hold_command(self) -> Optional[Command]:
         n = len(self.config.joint_names)

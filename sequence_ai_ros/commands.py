@@ -103,7 +103,6 @@ class CommandPublisher:
         self._dry = config.dry_run
         self.message_type = JointTrajectory if config.command_type == "joint_trajectory" else Float64MultiArray
         self._publisher = node.create_publisher(self.message_type, config.command_topic, qos)
-        self.published = 0
 
     def publish(self, command: Command, period_s: float) -> None:
         message = self._message(command, period_s)
@@ -111,7 +110,6 @@ class CommandPublisher:
             self._log(f"dry_run: {command.interface} command {list(command.joints)} gripper {command.gripper}")
             return
         self._publisher.publish(message)
-        self.published += 1
 
     def _message(self, command: Command, period_s: float):
         values: List[float] = list(command.joints)

@@ -129,7 +129,6 @@ class PolicyNode(Node):
         self._stop_reason: Optional[str] = None  # why the node itself interrupted the run
         self._ready = threading.Event()
         self._closing = threading.Event()
-        self._started_s = time.monotonic()
         self._warming_state = (False, math.nan, 0.0)
         self.action_server = ActionServer(
             self, Act, "~/act", execute_callback=self._execute,

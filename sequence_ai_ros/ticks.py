@@ -25,7 +25,6 @@ class TimerTicks:
         self._ticks = 0
         self._seen = 0
         self._fresh = True
-        self.waits = 0
 
     def tick(self) -> None:
         with self._cond:
@@ -40,7 +39,6 @@ class TimerTicks:
 
     def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
         with self._cond:
-            self.waits += 1
             if self._fresh or self._ticks > self._seen + 1:
                 # More than one tick went by since the last action (a refill stall, or the run's
                 # first fill): re-anchor on the next tick rather than act at once off the beat.
