@@ -221,13 +221,16 @@ def test_api_key_never_appears_in_logs_parameters_or_topics(ros, policy_node, pl
 
 
 def test_two_namespaced_nodes_drive_two_arms_at_once(ros, policy_node, platform):
-    _, arm_a, planner_a = start_arm(ros, policy_node, platform)
-    _, arm_b, planner_b = start_arm(ros, policy_node, platform)
+    # Four camera streams come from this one test process: allow slower frames than one arm needs.
+    _, arm_a, planner_a = start_arm(ros, policy_node, platform, max_image_age_s=3.0)
+    _, arm_b, planner_b = start_arm(ros, policy_node, platform, max_image_age_s=3.0)
     a = planner_a.send("pick up the red cube", max_seconds=2.5)
     b = planner_b.send("open the drawer", max_seconds=2.5)
     ra, rb = Planner.result(a).result, Planner.result(b).result
     assert ra.status == rb.status == Act.Result.STATUS_TIMEOUT
     assert ra.outcome.actions > 20 and rb.outcome.actions > 20
+    for arm, result in ((arm_a, ra), (arm_b, rb)):  # the last commands may still be on the wire
+        wait_for(lambda arm=arm, result=result: len(arm.command_log()) >= result.outcome.actions + 1, 2.0)
     assert len(arm_a.command_log()) == ra.outcome.actions + 1
     assert len(arm_b.command_log()) == rb.outcome.actions + 1
     # different instructions drive different motions
