@@ -208,11 +208,16 @@ class WorkerConnection:
                 # A pin fresh from the gateway that does not match fails closed. A pin that had
                 # verified and now does not means another worker answers at that address (a
                 # restart): ask the gateway once for its coordinates, never trust the new cert.
-                if not link.served or repinned:
+                failures += 1
+                if not link.served or repinned or failures > MAX_RECONNECTS:
                     self._forget(link)  # fail closed now; the next request asks the gateway afresh
                     raise
-                repinned = True
-                link = self._reconnect_or_raise(link, trace)
+                fresh = self._reconnect_or_raise(link, trace)
+                if fresh is link:  # the gateway had no coordinates yet (mid-redeploy): ask again
+                    self._pause(reconnect_backoff_s(failures), cancelled, trace)
+                else:
+                    repinned = True
+                link = fresh
                 continue
             except RuntimeError:
                 # httpx refuses a client that another thread closed when it replaced the link:
@@ -238,7 +243,10 @@ class WorkerConnection:
                 if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
                     raise AuthError(f"the worker kept rejecting the direct secret after {failures - 1} reconnects",
                                     401)
-                link = self._reconnect_or_raise(link, trace)
+                fresh = self._reconnect_or_raise(link, trace)
+                if fresh is link:  # no new secret to be had yet: back off before asking again
+                    self._pause(reconnect_backoff_s(failures), cancelled, trace)
+                link = fresh
                 continue
             if status == 429:
                 busy += 1

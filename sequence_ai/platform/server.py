@@ -90,19 +90,22 @@ class LocalServers:
         await self._start_worker(new_identity=True)
         self._gateway, self._gateway_task = await self._serve(build_gateway_app(self.state), gateway_sock, None)
 
-    async def _start_worker(self, new_identity: bool) -> None:
+    async def _start_worker(self, new_identity: bool, previous: Optional[WorkerIdentity] = None) -> None:
         sock = _listen(self.host, self.worker_port)
         self.worker_port = sock.getsockname()[1]
         if new_identity or self._cert is None:
             self._cert = make_certificate(self._tmp.name, self.host)
-        self._worker, self._worker_task = await self._serve(self._worker_app, sock, self._cert)
+        # The gateway hands out the new coordinates before the new worker answers (a client that
+        # comes early waits in the listen backlog): never a moment in which the worker presents
+        # a certificate that connect does not yet name.
         url = f"https://{self._url_host}:{self.worker_port}"
-        previous = self.state.worker
+        previous = self.state.worker or previous
         if new_identity or previous is None:
             epoch = previous.epoch + 1 if previous else 1
             self.state.worker = WorkerIdentity(url, self._cert.fingerprint, new_direct_secret(), epoch)
         else:
             previous.url = url
+        self._worker, self._worker_task = await self._serve(self._worker_app, sock, self._cert)
 
     async def _stop_worker(self) -> None:
         server, task = self._worker, self._worker_task
@@ -119,11 +122,14 @@ class LocalServers:
         self._worker = self._worker_task = None
 
     async def restart_worker(self, same_port: bool = True) -> WorkerIdentity:
-        """New certificate, new secret, new epoch; the same port unless told otherwise."""
+        """New certificate, new secret, new epoch; the same port unless told otherwise. While it
+        restarts, connect answers 503 (no worker): a client never gets the old identity for the
+        new worker, nor the new one for the old."""
+        previous, self.state.worker = self.state.worker, None
         await self._stop_worker()
         if not same_port:
             self.worker_port = 0
-        await self._start_worker(new_identity=True)
+        await self._start_worker(new_identity=True, previous=previous)
         self.state.worker_down = False
         assert self.state.worker is not None
         return self.state.worker

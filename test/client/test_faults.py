@@ -111,6 +111,21 @@ def test_restarted_worker_is_reconnected_transparently(platform):
     assert out.reason == "completed" and robot.holds == 0
 
 
+def test_restarted_worker_is_found_even_when_the_gateway_is_briefly_without_it(platform):
+    # Mid-redeploy the gateway may have no coordinates yet (503): the pin failure against the
+    # new worker is not final until the gateway has been asked again and named the new certificate.
+    robot = Robot()
+    with policy_for(platform) as policy:
+        policy.predict(robot.observe())
+        platform.fault("restart_worker")
+        platform.fault("status", route="connect", code=503, count=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = policy.run(**run_kwargs(robot), max_actions=SHORT)
+    assert out.reason == "completed" and robot.holds == 0
+    assert _connects(platform) >= 2
+
+
 def test_dropped_connection_is_replayed(platform):
     platform.fault("drop", count=1)
     _complete(platform)
