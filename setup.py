@@ -1,5 +1,9 @@
-"""pip packaging of the client library `sequence_ai` (metadata in setup.cfg)."""
+"""pip packaging of the client library `sequence_ai` (metadata in setup.cfg).
 
-from setuptools import setup
+The one compiled part, encode()'s resampler, is optional: where it cannot be built the library
+resizes with Pillow alone."""
 
-setup()
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("sequence_ai._resample", ["sequence_ai/_resample.c"], optional=True,
+                             extra_compile_args=["-O3"])])

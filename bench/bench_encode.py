@@ -2,11 +2,10 @@
 
     python bench/bench_encode.py [--frames 20] [--repeats 15] [--markdown] [--candidates]
 
-The pi0.5 reference is openpi_client.image_tools.resize_with_pad when openpi-client is
-importable (install it into a separate venv: `python -m venv /tmp/bench-venv &&
-/tmp/bench-venv/bin/pip install openpi-client httpx pillow && PYTHONPATH=. /tmp/bench-venv/bin/python
-bench/bench_encode.py`); otherwise an independent implementation of its definition stands in
-and the table says so. The other models' reference is Pillow's resize with the row's filter
+Run it through `scripts/workspace.sh run` so the built package (with its compiled resampler)
+is imported; `make bench` runs it in `.bench-venv/`, where openpi-client is installed. The pi0.5
+reference is openpi_client.image_tools.resize_with_pad when openpi-client is importable,
+otherwise an independent implementation of its definition, and the table says which. The other models' reference is Pillow's resize with the row's filter
 (what the 0.20.0 client did). Max |Δ| compares pixels before JPEG.
 """
 
@@ -156,7 +155,7 @@ def measure(frame_count: int = 20, repeats: int = 15) -> List[dict]:
             model = Model.from_wire(row)
             worst = 0
             for frame in frames:
-                ours = np.asarray(_resize.apply(Image.fromarray(frame), _resize.plan(1280, 720, model))).astype(int)
+                ours = np.asarray(_resize.apply(frame, _resize.plan(1280, 720, model))).astype(int)
                 worst = max(worst, int(np.abs(ours - reference_pixels(frame, model).astype(int)).max()))
             size = "x".join(map(str, _resize.plan(1280, 720, model).output))
             ref_ms, one_ms, many_ms = per_frame_ms(
@@ -166,13 +165,17 @@ def measure(frame_count: int = 20, repeats: int = 15) -> List[dict]:
                 frames, repeats)
             results.append({"model": name, "size": size, "reference_ms": ref_ms, "one_thread_ms": one_ms,
                             "threads": int(threads), "threads_ms": many_ms, "speedup": ref_ms / min(one_ms, many_ms),
-                            "max_delta": worst, "reference": reference_name()})
+                            "max_delta": worst, "reference": reference_name(), "resampler": resampler_name()})
     finally:
         if saved is None:
             os.environ.pop("SEQUENCES_ENCODE_THREADS", None)
         else:
             os.environ["SEQUENCES_ENCODE_THREADS"] = saved
     return results
+
+
+def resampler_name() -> str:
+    return "compiled (_resample.c)" if _resize._native is not None else "Pillow (the compiled resampler is not built)"
 
 
 def reference_name() -> str:
@@ -207,6 +210,7 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"Python {platform.python_version()}, Pillow {Image.__version__}, numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs")
     print(f"# pi05 reference: {reference_name}; others: Pillow resize with the row's filter; all + Pillow JPEG q95")
+    print(f"# our resampler: {results[0]['resampler']}")
     header = ("model", "size", "reference ms", "encode() 1 thread ms", f"encode() {threads} threads ms",
               "speed-up (best)", "max |Δ| before JPEG")
     rows = [(r["model"], r["size"], f"{r['reference_ms']:.2f}", f"{r['one_thread_ms']:.2f}", f"{r['threads_ms']:.2f}",

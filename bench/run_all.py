@@ -125,7 +125,9 @@ def encode_rows(results: List[dict]) -> List[Row]:
     ours = min(pi05["one_thread_ms"], pi05["threads_ms"])
     ratio = ours / pi05["reference_ms"]
     return [Row(f"encode 1280×720 → pi05-droid {pi05['size']} (+JPEG q95), per frame", f"{ours:.2f} ms",
-                f"{pi05['reference_ms']:.2f} ms", f"{ratio:.2f}", "ratio ≤ 0.5 (≥ 2× faster)", verdict(ratio <= 0.5))]
+                f"{pi05['reference_ms']:.2f} ms", f"{ratio:.2f}", "ratio ≤ 0.5 (≥ 2× faster)", verdict(ratio <= 0.5)),
+            Row("encode 1280×720 → pi05-droid, max |Δ| per pixel before JPEG vs the peer's resize_with_pad",
+                str(pi05["max_delta"]), goal="≤ 1", verdict=verdict(pi05["max_delta"] <= 1))]
 
 
 def interrupt_rows(results: Dict[str, List[Optional[float]]]) -> List[Row]:
@@ -215,7 +217,9 @@ def run_encode(peer: Optional[str], frames: int, repeats: int) -> List[dict]:
     """bench_encode in the peers' venv, so openpi-client's resize_with_pad is the reference."""
     python = peer or sys.executable
     env = dict(os.environ)
-    env["PYTHONPATH"] = common.ROOT  # our sequence_ai from this checkout, openpi-client from the venv
+    # Our sequence_ai from the workspace's install tree (with its compiled resampler), then this
+    # checkout (the bench package); openpi-client from the venv.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), common.ROOT) if p)
     result = subprocess.run([python, os.path.join(common.ROOT, "bench", "bench_encode.py"), "--json",
                              "--frames", str(frames), "--repeats", str(repeats)],
                             capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=600)
@@ -378,7 +382,8 @@ def how_measured(sizes: dict) -> List[str]:
         "threads, telemetry) over `run()`, divided by actions, from the lowest-latency pair of the underrun "
         "sweep (same worker, same time, same observation: two prebuilt 224×224 JPEG views).",
         "",
-        f"**Encode** (`bench/bench_encode.py --json`, run in `.bench-venv/` with this checkout on PYTHONPATH): "
+        f"**Encode** (`bench/bench_encode.py --json`, run in `.bench-venv/` with the workspace's install tree on "
+        "PYTHONPATH, so the compiled resampler is the one `make test` builds): "
         f"{sizes['encode_frames']} textured 1280×720 frames, best of {sizes['encode_repeats']} interleaved rounds; "
         "ours = `sequence_ai.encode(frame, pi05-droid)` (best of 1 and N resize threads), peer = "
         "`openpi_client.image_tools.resize_with_pad` + Pillow JPEG q95 + base64.",
@@ -445,7 +450,8 @@ def details(underruns, encode, interrupt, ros, robots, frame_cost) -> List[str]:
         parts.append("")
     if encode:
         parts += ["Encode of 1280×720 frames (ms per frame; the pi05 reference is openpi-client's resize_with_pad, "
-                  "the others Pillow's resize with the row's filter):", "",
+                  f"the others Pillow's resize with the row's filter; our resampler: {encode[0].get('resampler', '?')}):",
+                  "",
                   "| model | size | reference ms | ours 1 thread | ours N threads | speed-up | max \\|Δ\\| |",
                   "|---|---|---|---|---|---|---|"]
         for r in encode:

@@ -15,7 +15,7 @@ from ._errors import SequencesError
 from ._resize import apply, plan
 from ._wire import Model
 
-__all__ = ["ImageExtraMissing", "encode", "to_rgb_image"]
+__all__ = ["ImageExtraMissing", "encode", "to_pixels"]
 
 INSTALL_HINT = "pip install 'sequence-ai[image]'"
 
@@ -35,8 +35,9 @@ def _pillow() -> Any:
     return Image
 
 
-def to_rgb_image(frame: Any) -> Any:
-    """A Pillow RGB image from a PIL image or an H×W / H×W×3 / H×W×4 uint8 array."""
+def to_pixels(frame: Any) -> Any:
+    """A Pillow RGB image as it is (other modes converted), or an H×W / H×W×1 / H×W×3 / H×W×4
+    uint8 array, checked, as an array (the resizer reads arrays without a Pillow copy)."""
     image_module = _pillow()
     if isinstance(frame, image_module.Image):
         return frame if frame.mode == "RGB" else frame.convert("RGB")
@@ -57,11 +58,8 @@ def to_rgb_image(frame: Any) -> Any:
             import numpy as np
         except ImportError:
             raise ImageExtraMissing(f"array frames need numpy: {INSTALL_HINT}") from None
-        array = np.ascontiguousarray(frame)
-        if array.ndim == 3 and array.shape[2] == 1:
-            array = array[:, :, 0]
-        image = image_module.fromarray(array)
-        return image if image.mode == "RGB" else image.convert("RGB")
+        array = np.asarray(frame)
+        return array[:, :, 0] if array.ndim == 3 and array.shape[2] == 1 else array
     raise ValueError(f"array frames must be H×W, H×W×3 (RGB) or H×W×4 (RGBA) (got shape {tuple(shape)})")
 
 
@@ -80,8 +78,9 @@ def encode(frame: Any, model: Union[Model, str, None] = None, *, quality: int = 
         from ._catalogue import resolve_model
 
         row = resolve_model(model, endpoint=None)
-    image = to_rgb_image(frame)
-    sized = apply(image, plan(image.width, image.height, row))
+    pixels = to_pixels(frame)
+    width, height = (pixels.shape[1], pixels.shape[0]) if hasattr(pixels, "shape") else pixels.size
+    sized = apply(pixels, plan(width, height, row))
     buffer = io.BytesIO()
     sized.save(buffer, format="JPEG", quality=quality)
     return base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,4 +1,4 @@
-"""`pip install .` gives a client whose only runtime dependency is httpx."""
+"""`pip install .` gives a client whose only runtime dependency is httpx, with its resampler compiled."""
 
 from __future__ import annotations
 
@@ -47,5 +47,10 @@ def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout.strip()
     assert heavy == "[]", "importing the client must not import image, ROS or server packages"
+    compiled = subprocess.run(
+        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('sequence_ai._resample') is not None)"],
+        check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert compiled.stdout.strip() == "True", "pip install did not build encode()'s compiled resampler"
     for script in ("sequence-ai", "seqai"):
         assert (env_dir / "bin" / script).exists(), f"console script {script} missing"

@@ -101,12 +101,14 @@ def reference_resize_with_pad(frame: np.ndarray, width: int, height: int) -> np.
 
 @pytest.mark.parametrize("size", [(1280, 720), (848, 480), (320, 180), (1920, 1080)])
 @pytest.mark.parametrize("threads", ["1", "2", "4"])
-def test_letterbox_pixels_match_reference_resize_with_pad(size, threads, monkeypatch):
+@pytest.mark.parametrize("given", ["array (compiled resampler)", "PIL image (Pillow)"])
+def test_letterbox_pixels_match_reference_resize_with_pad(size, threads, given, monkeypatch):
     from sequence_ai import _resize
 
     monkeypatch.setenv("SEQUENCES_ENCODE_THREADS", threads)
     frame = natural_frame(*size, seed=size[0])
-    ours = np.asarray(_resize.apply(Image.fromarray(frame), plan(size[0], size[1], PI05))).astype(int)
+    pixels = frame if given.startswith("array") else Image.fromarray(frame)
+    ours = np.asarray(_resize.apply(pixels, plan(size[0], size[1], PI05))).astype(int)
     reference = reference_resize_with_pad(frame, 224, 224).astype(int)
     assert ours.shape == reference.shape == (224, 224, 3)
     assert np.abs(ours - reference).max() <= 1
