@@ -147,7 +147,7 @@ def interrupt_rows(results: Dict[str, List[Optional[float]]]) -> List[Row]:
 def ros_rows(result: Dict) -> List[Row]:
     if "skipped" in result:
         why = str(result["skipped"]).splitlines()[0][:120]
-        return [Row("ROS command interval jitter p99, 15 Hz, two 640×360 streams", f"not run: {why}",
+        return [Row("ROS command interval jitter p99, 15 Hz, two 448×252 streams", f"not run: {why}",
                     goal="≤ 2 ms", verdict="FAIL"),
                 Row("ROS command interval jitter p99, on arrival at the arm's subscriber", f"not run: {why}"),
                 Row("camera frame publish → /act request at the worker", f"not run: {why}")]
@@ -164,7 +164,7 @@ def ros_rows(result: Dict) -> List[Row]:
     ended = "" if completed else (f"; the goal ended `{result.get('reason')}` after {result.get('actions')} of "
                                   f"{result.get('planned')} actions")
     return [
-        Row("ROS command interval jitter p99 |interval − 66.7 ms|, 15 Hz, two 640×360 streams (node publish times)",
+        Row("ROS command interval jitter p99 |interval − 66.7 ms|, 15 Hz, two 448×252 streams (node publish times)",
             spread(published) + ended, goal="≤ 2 ms over the whole goal",
             verdict=verdict(completed and bool(published) and p99 <= 0.002)),
         Row("ROS command interval jitter p99, the same commands on arrival at the arm's subscriber",
@@ -395,7 +395,9 @@ def how_measured(sizes: dict) -> List[str]:
         "moment inside the state; latency = that call → the run's `hold()` callback.",
         "",
         f"**ROS** (`bench/bench_ros_jitter.py`): the policy node in its own process (`NodeProcess`), a camera "
-        "process publishing two 640×360 rgb8 streams at 15 fps, the arm (joint states at 100 Hz following the "
+        "process publishing two 448×252 rgb8 streams at 15 fps (they fit Fast DDS's shared-memory segment; "
+        "640×360 frames go out as UDP fragments, and a lost fragment made a camera look stale mid-goal), the arm "
+        "(joint states at 100 Hz following the "
         f"position commands) in the bench process; one goal of {int(sizes['ros_seconds'] * HZ)} actions. Jitter "
         "is |interval − 1/15 s| between consecutive commands of the goal (the final hold excluded), timed two "
         "ways: by the DDS source timestamp the node's publisher stamps on each command, and on arrival at the "

@@ -77,6 +77,8 @@ ros_env() {
   # All DDS traffic stays on loopback, on a domain of this run's own.
   export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
   export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 80) + 10 ))}"
+  # Raw camera frames need a larger shared-memory segment than Fast DDS's 512 KB (see the file).
+  export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-$ROOT/config/fastdds_shm.xml}"
   export PYTHONDONTWRITEBYTECODE=1
 }
 

@@ -28,7 +28,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Bool, String
@@ -94,15 +94,18 @@ class PolicyNode(Node):
             "sequence_ai_policy_inputs", namespace=self.get_namespace(), context=self.context,
             parameter_overrides=[self.get_parameter("use_sim_time")],
         )
+        # Best effort, and only the newest sample queued: the node reads the latest of each input,
+        # and a deeper queue of raw frames holds transport buffers (shared memory) the camera
+        # driver needs for its next frames.
+        latest = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
+                            durability=DurabilityPolicy.VOLATILE)
         self.joint_states = LatestSample(self.resolve_topic_name(c.joint_states_topic), c.max_joint_state_age_s, self._now_s)
-        self.inputs_node.create_subscription(JointState, c.joint_states_topic, self.joint_states.store,
-                                             qos_profile_sensor_data)
+        self.inputs_node.create_subscription(JointState, c.joint_states_topic, self.joint_states.store, latest)
         self.cameras: Dict[str, LatestSample] = {}
         for view, topic, compressed in zip(c.camera_views, c.camera_topics, c.camera_compressed):
             sample = LatestSample(self.resolve_topic_name(topic), c.max_image_age_s, self._now_s)
             self.cameras[view] = sample
-            self.inputs_node.create_subscription(CompressedImage if compressed else Image, topic, sample.store,
-                                                 qos_profile_sensor_data)
+            self.inputs_node.create_subscription(CompressedImage if compressed else Image, topic, sample.store, latest)
         self._until = threading.Event()
         if c.until_topic:
             self.create_subscription(Bool, c.until_topic, self._on_until, 10, callback_group=self._inputs_group)

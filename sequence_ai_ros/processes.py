@@ -33,11 +33,14 @@ def config_path(name: str) -> Path:
 
 
 def ros_environment(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """This process's environment with DDS kept on loopback (and any extra variables)."""
+    """This process's environment with DDS kept on loopback and room for raw frames in shared
+    memory (and any extra variables)."""
     env = dict(os.environ)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env.setdefault("ROS_DOMAIN_ID", "42")
     env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    # A shared-memory segment that holds more than one raw camera frame (config/fastdds_shm.xml).
+    env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(config_path("fastdds_shm.xml")))
     env["PYTHONUNBUFFERED"] = "1"
     if extra:
         env.update(extra)
