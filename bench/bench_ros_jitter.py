@@ -247,8 +247,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     jitter = sorted(abs(i - 1.0 / HZ) * 1000 for i in result.get("intervals") or [])
     print("largest |interval - period| ms:", ", ".join(f"{j:.1f}" for j in jitter[-12:]))
     at_node = sorted(abs(i - 1.0 / HZ) * 1000 for i in result.get("publish_intervals") or [])
+    intervals = result.get("publish_intervals") or []
+    worst = sorted(range(len(intervals)), key=lambda i: abs(intervals[i] - 1.0 / HZ))[-3:]
     print(f"at the node's publish: p99 {common.percentile(at_node, 99):.2f} ms, largest:",
-          ", ".join(f"{j:.1f}" for j in at_node[-6:]))
+          ", ".join(f"{j:.1f}" for j in at_node[-6:]), "at intervals",
+          ", ".join(f"#{i} ({intervals[i] * 1000:.1f} ms)" for i in worst))
     print(json.dumps({k: v for k, v in result.items() if not isinstance(v, list)}))
     return 0
 

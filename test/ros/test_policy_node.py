@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import threading
 import time
 from pathlib import Path
 
@@ -360,29 +359,41 @@ def test_diagnostics_report_loop_rate_latency_underruns_and_input_ages(ros, poli
     assert all(0.0 <= float(v) < 5.0 for v in ages.values()), ages
 
 
+# A simulator of its own (a separate process, as Gazebo would be): simulated time runs at half the
+# speed of the wall clock, published on /clock at 100 Hz. (From a thread of the test process it
+# stalled for ~1 s at times while the harness created its ROS entities, and the node's clock with it.)
+SIM_CLOCK = """
+import sys, time
+import rclpy
+from builtin_interfaces.msg import Time
+from rosgraph_msgs.msg import Clock
+wall_start, until = float(sys.argv[1]), float(sys.argv[2])
+rclpy.init()
+node = rclpy.create_node("test_sim_clock")
+publisher = node.create_publisher(Clock, "/clock", 10)
+while time.monotonic() < until:
+    sim_t = 1000.0 + 0.5 * (time.monotonic() - wall_start)
+    publisher.publish(Clock(clock=Time(sec=int(sim_t), nanosec=int((sim_t % 1) * 1e9))))
+    time.sleep(0.01)
+"""
+
+
 def test_use_sim_time_paces_commands_by_the_simulated_clock(ros, policy_node, platform):
-    from builtin_interfaces.msg import Time
-    from rosgraph_msgs.msg import Clock
+    import subprocess
+    import sys
 
-    clock_pub = ros.node.create_publisher(Clock, "/clock", 10)
-    stop = threading.Event()
+    from sequence_ai_ros.processes import ros_environment
+
     wall_start = time.monotonic()
-
-    def run_clock():  # simulated time runs at half the speed of the wall clock
-        while not stop.is_set():
-            sim_t = 1000.0 + 0.5 * (time.monotonic() - wall_start)
-            clock_pub.publish(Clock(clock=Time(sec=int(sim_t), nanosec=int((sim_t % 1) * 1e9))))
-            time.sleep(0.01)  # a 100 Hz /clock, as a simulator would publish it
-
-    ticker = threading.Thread(target=run_clock, daemon=True)
-    ticker.start()
+    simulator = subprocess.Popen([sys.executable, "-P", "-c", SIM_CLOCK, str(wall_start), str(wall_start + 120)],
+                                 env=ros_environment())
     try:
         process, arm, planner = start_arm(ros, policy_node, platform, use_sim_time=True)
         sent = time.monotonic()
         result = Planner.result(planner.send("pick up the red cube", max_seconds=3.0)).result
     finally:
-        stop.set()
-        ticker.join(1.0)
+        simulator.kill()
+        simulator.wait(5)
     times = [t for t, _ in run_commands(arm, sent, time.monotonic())][:-1]
     flowing = (times[-1] - times[0]) - result.outcome.underrun_s
     rate = (len(times) - 1) / flowing
