@@ -211,7 +211,16 @@ class ControlLoop:
             self.p._inflight_blocking = None
         return flight.fetch.result(), flight
 
+    def restart_schedule(self) -> None:
+        """The next action comes one full period after the one about to play: at the start of a
+        run, and after a stall, so the rows after a late chunk are never played faster to catch
+        up (which would also shorten the window the next refill has)."""
+        reset = getattr(self.s.pacer, "reset", None)
+        if callable(reset):
+            reset()
+
     def count_underrun(self, wait_s: float) -> None:
+        self.restart_schedule()
         self.underruns += 1
         self.underrun_s += wait_s
         if self.s.on_underrun is not None:
@@ -272,9 +281,7 @@ class ControlLoop:
         s = self.s
         reason: Optional[str] = None
         error: Optional[BaseException] = None
-        reset = getattr(s.pacer, "reset", None)
-        if callable(reset):
-            reset()
+        self.restart_schedule()
         self.running = True
         try:
             self.status("starting")

@@ -25,7 +25,8 @@ POLL_S = 0.02
 class Pacer(Protocol):
     """Blocks until the next action is due. Must return within ~20 ms of `interrupted()` turning
     true. A pacer driven by an external clock may ignore `period_s`. An optional `reset()` method,
-    if present, is called at the start of every run to drop the previous run's schedule."""
+    if present, is called at the start of every run and after every underrun: the next wait then
+    lasts a full period from the action just taken, instead of catching up on the old schedule."""
 
     def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None: ...
 

@@ -32,7 +32,8 @@ class TimerTicks:
             self._cond.notify_all()
 
     def reset(self) -> None:
-        """Start of a run: the first action was not on a tick, so the next one waits for one."""
+        """Start of a run, or the end of a stall: that action was not on a tick, so the next one
+        waits for one."""
         with self._cond:
             self._seen = self._ticks
             self._fresh = True

@@ -42,6 +42,18 @@ def test_run_paces_actions_at_the_chunk_control_frequency(platform):
     assert min(gaps) > 0.5 * PERIOD  # no bursts
 
 
+def test_after_a_short_stall_the_next_action_waits_a_full_period(platform):
+    # Two-row chunks (0.133 s) and a 170 ms refill: every refill stalls about half a period.
+    # Catching up on the old schedule would play the row after each stall half a period early.
+    platform.fault("latency", ms=170)
+    robot = Robot()
+    with policy_for(platform) as policy:
+        out = policy.run(**run_kwargs(robot), max_actions=16, open_loop_horizon=2)
+    assert out.underruns >= 4, out
+    gaps = [b - a for a, b in zip(robot.act_times, robot.act_times[1:])]
+    assert min(gaps) > 0.8 * PERIOD, [round(g / PERIOD, 2) for g in gaps]
+
+
 def test_run_waits_on_the_given_pacer_once_between_actions(platform):
     class CountingPacer:
         def __init__(self):
