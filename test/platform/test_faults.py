@@ -218,6 +218,34 @@ def test_kill_takes_the_gateway_down_and_restart_brings_it_back_on_the_same_addr
 
 
 # -- the admin API itself -------------------------------------------------------------------------
+@pytest.mark.parametrize("peer", ["192.0.2.7", "10.1.2.3", "2001:db8::5"])
+def test_admin_refuses_a_peer_that_is_not_loopback_even_with_the_token(peer):
+    # The platform binds 127.0.0.1, so no other host can reach it here: the real gateway app is
+    # called in-process with the peer address another host would have.
+    import warnings
+
+    from sequence_ai.platform import policies
+    from sequence_ai.platform.gateway import build_gateway_app
+    from sequence_ai.platform.keystore import KeyStore
+    from sequence_ai.platform.state import PlatformState
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # starlette's note about its httpx-based test client
+        from starlette.testclient import TestClient
+
+    state = PlatformState(KeyStore.from_sources("seq_test_" + "a" * 32), "admin-token", policies.stand_in, "stand-in")
+    headers = {"X-Admin-Token": "admin-token"}
+    with TestClient(build_gateway_app(state), client=(peer, 50000)) as remote:
+        armed = remote.post("/admin/faults", json={"kind": "busy", "count": 1}, headers=headers)
+        assert armed.status_code == 403 and peer in armed.json()["detail"]
+        assert remote.get("/admin/requests", headers=headers).status_code == 403
+        assert remote.get("/v1/health").status_code == 200  # the public routes answer anyone
+    assert state.faults.listing() == []  # nothing was armed
+    with TestClient(build_gateway_app(state), client=("127.0.0.1", 50000)) as local:
+        assert local.post("/admin/faults", json={"kind": "busy", "count": 1}, headers=headers).status_code == 200
+    assert [f["kind"] for f in state.faults.listing()] == ["busy"]
+
+
 @pytest.mark.parametrize("token", [None, "wrong"])
 def test_admin_needs_the_token(platform, token):
     headers = {"X-Admin-Token": token} if token else {}
