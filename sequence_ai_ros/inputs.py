@@ -43,6 +43,11 @@ class LatestSample:
             self._stamp_s = self._now_s()
             self.received += 1
 
+    def latest(self) -> Any:
+        """The newest message however old (None before the first)."""
+        with self._lock:
+            return self._message
+
     def age_s(self) -> Optional[float]:
         with self._lock:
             return None if self._stamp_s is None else max(0.0, self._now_s() - self._stamp_s)
@@ -90,10 +95,27 @@ def read_joints(message: Any, joint_names: Sequence[str], gripper_joint: str) ->
     return JointReading(values, gripper)
 
 
-def image_of(sample: LatestSample):
-    """The sample's image as RGB, or StaleInput / BadInput naming the topic."""
-    message = sample.fresh()
+def image_of(sample: LatestSample, message: Any = None):
+    """The sample's image (or `message` from it) as RGB, or StaleInput / BadInput naming the topic."""
+    message = sample.fresh() if message is None else message
     try:
         return to_rgb(message)
     except ImageConversionError as exc:
         raise BadInput(f"{sample.topic}: {exc}") from None
+
+
+def input_problem(joint_states: LatestSample, cameras: Sequence[LatestSample], joint_names: Sequence[str],
+                  gripper_joint: str) -> Optional[str]:
+    """What is wrong with the newest joint state or camera frame — malformed, not merely old —
+    read the way a run reads them; None when they are usable (or none arrived yet)."""
+    try:
+        message = joint_states.latest()
+        if message is not None:
+            read_joints(message, joint_names, gripper_joint)
+        for sample in cameras:
+            message = sample.latest()
+            if message is not None:
+                image_of(sample, message)
+    except BadInput as exc:
+        return str(exc)
+    return None

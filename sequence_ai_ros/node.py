@@ -42,7 +42,7 @@ from sequence_ai_ros.srv import SetInstruction
 from . import parameters
 from .arm import ArmLoop
 from .commands import CommandMapping, CommandPublisher
-from .inputs import BadInput, LatestSample, StaleInput
+from .inputs import BadInput, LatestSample, StaleInput, input_problem
 from .outcome import CANCELED, SUCCEEDED, outcome_message, status_for
 from .parameters import ConfigError
 from .ticks import TimerTicks
@@ -396,6 +396,12 @@ class PolicyNode(Node):
                 level, summary = DiagnosticStatus.WARN, f"{sample.topic} is stale or missing"
         if not self._ready.is_set():
             level, summary = DiagnosticStatus.WARN, "worker not ready"
+        # A malformed input would end the next goal bad_input: say so before anyone sends one.
+        problem = input_problem(self.joint_states, list(self.cameras.values()), self.config.joint_names,
+                                self.config.gripper_joint)
+        if problem is not None:
+            values.append(KeyValue(key="bad_input", value=problem))
+            level, summary = DiagnosticStatus.ERROR, f"bad input: {problem}"
         status = DiagnosticStatus(level=level, name=f"{self.get_fully_qualified_name()}: policy loop",
                                   message=summary, hardware_id=self.model.short_id, values=values)
         self.diagnostics_pub.publish(DiagnosticArray(header=_header(self), status=[status]))

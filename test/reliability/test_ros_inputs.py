@@ -1,6 +1,6 @@
 """Malformed inputs to the node, over real topics: images it cannot read and joint states it
 cannot trust end the goal `bad_input` before anything is acted (the outcome and the node's log
-say which input and why); joint states it can read whatever their order or extra joints drive
+say which input and why) and show on /diagnostics as an error even with no goal running; joint states it can read whatever their order or extra joints drive
 the arm normally.
 
 One node serves every case; a case replaces the arm double's good messages on one topic with its
@@ -95,6 +95,25 @@ def test_a_malformed_image_ends_the_goal_bad_input_before_any_action(node_under_
     assert len(commands) == 1, f"only the hold may be published, got {len(commands)} commands"
     assert commands[0][:7] == pytest.approx(arm.q.tolist(), abs=1e-9), "the hold is where the arm is"
     assert wait_for(lambda: f"bad_input: {topic}" in process.output(), 3.0), "the node did not log why"
+
+
+def test_a_malformed_image_is_reported_on_diagnostics_before_any_goal(node_under_test):
+    harness, process, arm, planner = node_under_test
+    make, named = BAD_IMAGES["unknown_encoding"]
+    topic = f"{arm.ns}/cameras/wrist_left/image_raw"
+    arm.silent_views.add("wrist_left")
+    timer = _replacing(harness, arm.image_pubs["wrist_left"], make, 1 / 15)
+    try:
+        def reported() -> bool:
+            status = planner.diagnostics
+            return status is not None and status.level == b"\x02" and topic in status.message
+        assert wait_for(reported, 5.0), planner.diagnostics
+        values = {kv.key: kv.value for kv in planner.diagnostics.values}
+        assert named in planner.diagnostics.message and named in values["bad_input"]
+    finally:
+        _stop(harness, timer)
+        arm.silent_views.discard("wrist_left")
+    assert wait_for(lambda: planner.diagnostics.level == b"\x00", 5.0), "good frames again: back to OK"
 
 
 def _joints(names: List[str], positions: Callable[[], List[float]]) -> Callable[[], JointState]:

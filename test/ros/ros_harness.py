@@ -128,6 +128,7 @@ class Planner:
         node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction",
                                  lambda m: self.instructions.append(m.data), LATCHED)
         self.inputs_fresh = False
+        self.diagnostics = None  # the node's latest DiagnosticStatus
         self._diagnostics_name = f"{ns}/sequence_ai_policy: policy loop"
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
 
@@ -135,6 +136,7 @@ class Planner:
         for status in message.status:
             if status.name == self._diagnostics_name:
                 self.inputs_fresh = status.level == b"\x00"
+                self.diagnostics = status
 
     def ready(self) -> bool:
         return bool(self.warming) and self.warming[-1].ready
