@@ -42,6 +42,8 @@ static void taps_free(Taps *t) {
     free(t->first);
     free(t->count);
     free(t->w);
+    t->first = t->count = NULL;
+    t->w = NULL;
 }
 
 static int taps_make(Taps *t, int in_size, int out_size, int filter) {
@@ -62,7 +64,7 @@ static int taps_make(Taps *t, int in_size, int out_size, int filter) {
         double centre = (j + 0.5) * scale;
         int lo = (int)(centre - support + 0.5);
         int hi = (int)(centre + support + 0.5);
-        double raw[t->ksize];
+        float *w = t->w + (size_t)j * t->ksize;
         double sum = 0.0;
         if (lo < 0)
             lo = 0;
@@ -70,12 +72,10 @@ static int taps_make(Taps *t, int in_size, int out_size, int filter) {
             hi = in_size;
         if (hi - lo > t->ksize)
             hi = lo + t->ksize;
-        for (k = 0; k < hi - lo; k++) {
-            raw[k] = tap_weight(filter, (k + lo - centre + 0.5) / widen);
-            sum += raw[k];
-        }
         for (k = 0; k < hi - lo; k++)
-            t->w[(size_t)j * t->ksize + k] = (float)(sum != 0.0 ? raw[k] / sum : 0.0);
+            sum += tap_weight(filter, (k + lo - centre + 0.5) / widen);
+        for (k = 0; k < hi - lo; k++)
+            w[k] = (float)(sum != 0.0 ? tap_weight(filter, (k + lo - centre + 0.5) / widen) / sum : 0.0);
         t->first[j] = lo;
         t->count[j] = hi - lo;
     }
