@@ -388,6 +388,11 @@ class Policy:
         """Stop the run within one control period; it holds and reports `interrupted`."""
         self._interrupt.set()
 
+    @property
+    def interrupted(self) -> bool:
+        """True from `interrupt()` until the next call starts (for callbacks that wait)."""
+        return self._interrupt.is_set()
+
     def progress(self) -> RunProgress:
         """A snapshot of the current (or last) run, safe from any thread."""
         loop, warm = self._loop, self._warm

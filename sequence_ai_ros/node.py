@@ -154,6 +154,12 @@ class PolicyNode(Node):
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    def _act_on_beat(self, row: Any) -> None:
+        """Publish a validated row on a tick: the run's first command and the first after a stall
+        wait for the next one, so no two commands go out less than a period apart."""
+        self.ticks.on_beat(lambda: self.policy.interrupted)
+        self.arm.act(row)
+
     def _on_control_tick(self) -> None:
         self._tick_times.append(time.monotonic())
         del self._tick_times[:-64]
@@ -278,7 +284,7 @@ class PolicyNode(Node):
         reason, message = "", ""
         try:
             outcome = self.policy.run(
-                observe=self.arm.observe, act=self.arm.act, validate=self.arm.validate, hold=hold,
+                observe=self.arm.observe, act=self._act_on_beat, validate=self.arm.validate, hold=hold,
                 max_actions=max_actions, max_seconds=float(goal.max_seconds),
                 until=(self._until.is_set if c.until_topic else None),
                 on_chunk=self.arm.on_chunk, prefetch=c.prefetch, lookahead=c.lookahead,

@@ -4,6 +4,10 @@ A ROS timer at the model's control frequency calls `tick()`; the client's contro
 the goal's thread, calls `wait()` after each action and blocks until the next tick. Pacing thus
 follows the node's clock (sim time included) and there is no second schedule. Missed ticks are
 dropped, never replayed as a burst; after a stall the next action waits for the next tick.
+
+The node also calls `on_beat()` just before each command goes out: the run's first command and
+the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
+commands are one period apart — the spacing the step and velocity checks assume.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class TimerTicks:
         self._ticks = 0
         self._seen = 0
         self._fresh = True
+        self._released = False  # a tick released the loop and no command has gone out since
 
     def tick(self) -> None:
         with self._cond:
@@ -37,6 +42,7 @@ class TimerTicks:
         with self._cond:
             self._seen = self._ticks
             self._fresh = True
+            self._released = False
 
     def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
         with self._cond:
@@ -47,4 +53,19 @@ class TimerTicks:
                 self._fresh = False
             while self._ticks <= self._seen and not interrupted():
                 self._cond.wait(_POLL_S)
+            self._released = self._ticks > self._seen
             self._seen = self._ticks
+
+    def on_beat(self, interrupted: Callable[[], bool]) -> None:
+        """Just before a command goes out: at once when a tick released the loop and nothing was
+        published since; otherwise (a run's first command, the first after a stall) at the next
+        tick, which then counts as this command's."""
+        with self._cond:
+            if self._released:
+                self._released = False
+                return
+            target = self._ticks
+            while self._ticks <= target and not interrupted():
+                self._cond.wait(_POLL_S)
+            self._seen = self._ticks
+            self._fresh = False

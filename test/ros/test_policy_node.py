@@ -42,6 +42,9 @@ def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, poli
     rate = (len(times) - 1) / flowing
     gaps = [round(b - a, 3) for a, b in zip(times, times[1:])]
     assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz outside underruns {result.outcome} {gaps}"
+    # Every command on a tick, the run's first included: none follows another by much less than
+    # a period (the step and velocity checks assume a whole one).
+    assert min(gaps) >= 0.5 / HZ, f"commands {min(gaps) * 1000:.0f} ms apart: {gaps}"
     typical = 1.0 / statistics.median(b - a for a, b in zip(times, times[1:]))
     assert abs(typical - HZ) / HZ <= 0.4, f"typical interval is {1 / typical:.3f}s"
     assert result.outcome.actions == len(commands) - 1

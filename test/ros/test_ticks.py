@@ -61,3 +61,52 @@ def test_wait_returns_promptly_when_interrupted():
     started = time.monotonic()
     ticks.wait(1 / 15, flag.is_set)
     assert time.monotonic() - started < 0.2
+
+
+def test_the_first_command_of_a_run_goes_out_on_the_next_tick():
+    ticks = TimerTicks()
+    ticks.reset()
+    threading.Timer(0.1, ticks.tick).start()
+    started = time.monotonic()
+    ticks.on_beat(never)
+    assert time.monotonic() - started >= 0.08
+
+
+def test_a_command_released_by_a_tick_goes_out_at_once():
+    ticks = TimerTicks()
+    ticks.reset()
+    threading.Timer(0.02, ticks.tick).start()
+    ticks.wait(1 / 15, never)
+    started = time.monotonic()
+    ticks.on_beat(never)
+    assert time.monotonic() - started < 0.05
+
+
+def test_after_a_stall_the_command_waits_for_a_tick_and_the_next_for_the_one_after():
+    ticks = TimerTicks()
+    ticks.reset()
+    threading.Timer(0.02, ticks.tick).start()
+    ticks.wait(1 / 15, never)  # released by a tick, but the buffer was empty: the loop stalled
+    for _ in range(3):
+        ticks.tick()
+    ticks.reset()  # the loop restarts the schedule after an underrun
+    stamps = []
+    ticker = threading.Thread(target=lambda: [time.sleep(0.1) or ticks.tick() for _ in range(2)])
+    ticker.start()
+    started = time.monotonic()
+    ticks.on_beat(never)
+    stamps.append(time.monotonic() - started)
+    ticks.wait(1 / 15, never)
+    stamps.append(time.monotonic() - started)
+    ticker.join()
+    assert stamps[0] >= 0.08 and stamps[1] - stamps[0] >= 0.08, stamps
+
+
+def test_on_beat_returns_promptly_when_interrupted():
+    ticks = TimerTicks()
+    ticks.reset()
+    flag = threading.Event()
+    threading.Timer(0.05, flag.set).start()
+    started = time.monotonic()
+    ticks.on_beat(flag.is_set)
+    assert time.monotonic() - started < 0.2
