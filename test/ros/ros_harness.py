@@ -58,6 +58,9 @@ class ArmDouble:
         self.q = np.array(HOME)
         self.gripper = 0.04
         self.commands: List[Tuple[float, List[float]]] = []
+        # When the node published each Float64MultiArray command (DDS source timestamp, wall
+        # clock): spacing at the node, whatever delays this process adds on arrival.
+        self.sent_at: List[float] = []
         self._lock = threading.Lock()
         self.silent_views: set = set()
         self.joint_states_on = True
@@ -84,7 +87,9 @@ class ArmDouble:
         self.trajectories.append(msg)
         self._apply(list(msg.points[0].positions) if msg.points else [])
 
-    def _on_command(self, msg: Float64MultiArray) -> None:
+    def _on_command(self, msg: Float64MultiArray, info) -> None:
+        with self._lock:
+            self.sent_at.append(info["source_timestamp"] * 1e-9)  # the node's publish time (wall)
         self._apply(list(msg.data))
 
     def _apply(self, values: List[float]) -> None:
