@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from sequence_ai_ros.ticks import TimerTicks
 
 
@@ -53,13 +55,17 @@ def test_after_a_stall_the_next_action_waits_for_a_fresh_tick_instead_of_burstin
     assert time.monotonic() - started >= 0.08
 
 
-def test_wait_returns_promptly_when_interrupted():
+@pytest.mark.parametrize("call", ["wait", "on_beat"])
+def test_waiting_for_a_tick_returns_promptly_when_interrupted(call):
     ticks = TimerTicks()
     ticks.reset()
     flag = threading.Event()
     threading.Timer(0.05, flag.set).start()
     started = time.monotonic()
-    ticks.wait(1 / 15, flag.is_set)
+    if call == "wait":
+        ticks.wait(1 / 15, flag.is_set)
+    else:
+        ticks.on_beat(flag.is_set)
     assert time.monotonic() - started < 0.2
 
 
@@ -100,13 +106,3 @@ def test_after_a_stall_the_command_waits_for_a_tick_and_the_next_for_the_one_aft
     stamps.append(time.monotonic() - started)
     ticker.join()
     assert stamps[0] >= 0.08 and stamps[1] - stamps[0] >= 0.08, stamps
-
-
-def test_on_beat_returns_promptly_when_interrupted():
-    ticks = TimerTicks()
-    ticks.reset()
-    flag = threading.Event()
-    threading.Timer(0.05, flag.set).start()
-    started = time.monotonic()
-    ticks.on_beat(flag.is_set)
-    assert time.monotonic() - started < 0.2
