@@ -58,10 +58,12 @@ def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, poli
     published = planner.outcomes[-1]
     assert published.reason == "timeout" and published.actions == result.outcome.actions
     assert published.model == "pi05-droid" and published.final_instruction == "pick up the red cube"
-    # feedback at >= 2 Hz while the run lasted
-    stamps = [t for t, _ in feedback]
+    # Feedback at >= 2 Hz while the run lasted, by the run time each message carries (the node's
+    # side; this process may receive reliable samples late, after a repair).
+    assert wait_for(lambda: feedback and feedback[-1][1].elapsed_s >= result.outcome.elapsed_s - 1.0, 5.0)
+    stamps = [fb.elapsed_s for _, fb in feedback]
     assert len(stamps) >= 5 and (len(stamps) - 1) / (stamps[-1] - stamps[0]) >= 2.0
-    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= 1.0
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= 1.0, stamps
     assert feedback[-1][1].instruction == "pick up the red cube"
 
 
