@@ -212,12 +212,8 @@ class WorkerConnection:
                 if not link.served or repinned or failures > MAX_RECONNECTS:
                     self._forget(link)  # fail closed now; the next request asks the gateway afresh
                     raise
-                fresh = self._reconnect_or_raise(link, trace)
-                if fresh is link:  # the gateway had no coordinates yet (mid-redeploy): ask again
-                    self._pause(reconnect_backoff_s(failures), cancelled, trace)
-                else:
-                    repinned = True
-                link = fresh
+                fresh = self._reconnect_or_wait(link, failures, cancelled, trace)
+                repinned, link = fresh is not link, fresh
                 continue
             except RuntimeError:
                 # httpx refuses a client that another thread closed when it replaced the link:
@@ -243,10 +239,7 @@ class WorkerConnection:
                 if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
                     raise AuthError(f"the worker kept rejecting the direct secret after {failures - 1} reconnects",
                                     401)
-                fresh = self._reconnect_or_raise(link, trace)
-                if fresh is link:  # no new secret to be had yet: back off before asking again
-                    self._pause(reconnect_backoff_s(failures), cancelled, trace)
-                link = fresh
+                link = self._reconnect_or_wait(link, failures, cancelled, trace)
                 continue
             if status == 429:
                 busy += 1
@@ -285,6 +278,15 @@ class WorkerConnection:
             if exc.warming:
                 raise  # scaled to zero: the warm-wait (before the first action) or the caller decides
             return failed  # no worker or no gateway for now: the next attempt counts as another failure
+
+    def _reconnect_or_wait(self, failed: _Link, failures: int, cancelled: Callable[[], bool],
+                           trace: ActTrace) -> _Link:
+        """New coordinates from the gateway, or — when it has none yet (mid-redeploy, gateway
+        down) — the failed link back after the reconnect backoff, so the next attempt asks again."""
+        fresh = self._reconnect_or_raise(failed, trace)
+        if fresh is failed:
+            self._pause(reconnect_backoff_s(failures), cancelled, trace)
+        return fresh
 
     def _pause(self, seconds: float, cancelled: Callable[[], bool], trace: ActTrace, overhead: bool = True) -> None:
         end = self._clock() + seconds

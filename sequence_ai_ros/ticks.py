@@ -51,8 +51,7 @@ class TimerTicks:
                 # first fill): re-anchor on the next tick rather than act at once off the beat.
                 self._seen = self._ticks
                 self._fresh = False
-            while self._ticks <= self._seen and not interrupted():
-                self._cond.wait(_POLL_S)
+            self._await_tick_after(self._seen, interrupted)
             self._released = self._ticks > self._seen
             self._seen = self._ticks
 
@@ -64,8 +63,11 @@ class TimerTicks:
             if self._released:
                 self._released = False
                 return
-            target = self._ticks
-            while self._ticks <= target and not interrupted():
-                self._cond.wait(_POLL_S)
+            self._await_tick_after(self._ticks, interrupted)
             self._seen = self._ticks
             self._fresh = False
+
+    def _await_tick_after(self, count: int, interrupted: Callable[[], bool]) -> None:
+        """Block (lock held, released while waiting) until tick number `count` + 1 or an interrupt."""
+        while self._ticks <= count and not interrupted():
+            self._cond.wait(_POLL_S)
