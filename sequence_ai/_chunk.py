@@ -99,10 +99,15 @@ def _positive_int(value: Any, what: str) -> int:
     return int(number)
 
 
+_FLOAT_ONLY = {float}
+
+
 def _row(step: Any, index: int) -> Row:
     values: Any = step.get("values") if isinstance(step, dict) else step
     if not isinstance(values, (list, tuple)) or not values:
         raise _malformed(f"step {index} has no list of values")
+    if set(map(type, values)) == _FLOAT_ONLY and all(map(math.isfinite, values)):
+        return list(values)  # the usual row, checked at C speed; anything else gets named below
     return [_number(v, f"step {index} value {i}") for i, v in enumerate(values)]
 
 

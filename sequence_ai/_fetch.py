@@ -1,18 +1,74 @@
 """A refill in flight: one HTTP call on a background thread, abandonable (WIRE.md §7.7, §7.12).
 
 Only the HTTP call runs here; observe/validate/act stay on the driving thread. A fetch gets a
-thread of its own, so an abandoned fetch (after an interrupt) never delays the next one.
+thread of its own, so an abandoned fetch (after an interrupt) never delays the next one. The
+threads are reused: one that finished its fetch waits up to IDLE_S for the next, because starting
+a thread per refill costs more CPU than the refill's HTTP exchange (bench/bench_underruns.py).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Callable, Generic, List, Optional, TypeVar
 
 __all__ = ["Fetch"]
 
 T = TypeVar("T")
+
+IDLE_S = 10.0  # a runner with nothing to do for this long exits
+
+
+_idle: List[_Runner] = []  # runners waiting for a job
+_pool_lock = threading.Lock()
+
+
+class _Runner:
+    """A daemon thread that runs one job at a time, handed over through a raw lock."""
+
+    def __init__(self) -> None:
+        self._job: Optional[Callable[[], None]] = None
+        self._go = threading.Lock()
+        self._go.acquire()
+        self._thread = threading.Thread(target=self._loop, name="sequence-ai-refill", daemon=True)
+
+    @classmethod
+    def run(cls, job: Callable[[], None], name: str) -> None:
+        with _pool_lock:
+            runner = _idle.pop() if _idle else None
+        fresh = runner is None
+        if runner is None:
+            runner = cls()
+        runner._job = job
+        runner._thread.name = name
+        if fresh:
+            runner._thread.start()
+        runner._go.release()
+
+    def _loop(self) -> None:
+        while True:
+            if not self._go.acquire(timeout=IDLE_S):
+                with _pool_lock:
+                    if self in _idle:  # still unclaimed: retire
+                        _idle.remove(self)
+                        return
+                self._go.acquire()  # claimed just now: its job is on the way
+            job, self._job = self._job, None
+            if job is not None:
+                job()
+            with _pool_lock:
+                _idle.append(self)
+
+
+def _forget_runners_after_fork() -> None:
+    global _pool_lock
+    _idle.clear()  # their threads do not exist in the child
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_runners_after_fork)
 
 
 class Fetch(Generic[T]):
@@ -25,8 +81,7 @@ class Fetch(Generic[T]):
         self._done = threading.Event()
         self._value: Any = None
         self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, args=(call,), name=name, daemon=True)
-        self._thread.start()
+        _Runner.run(lambda: self._run(call), name)
 
     def _run(self, call: Callable[[Callable[[], bool]], T]) -> None:
         try:

@@ -24,6 +24,7 @@ from ._admission import Grant, check_expect, parse_grant, renew_after_s
 from ._errors import AuthError, CertPinError, SequencesError, Unavailable
 from ._http import error_from_response, gateway_call
 from ._tls import pinned_client
+from ._worker_http import PinnedClient
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
 
@@ -62,7 +63,7 @@ class ActTrace:
 class _Link:
     """One set of worker coordinates and the pinned client that uses them."""
 
-    def __init__(self, grant: Grant, client: httpx.Client, renew_at: Optional[float]):
+    def __init__(self, grant: Grant, client: PinnedClient, renew_at: Optional[float]):
         self.grant = grant
         self.client = client
         self.renew_at = renew_at
@@ -216,7 +217,7 @@ class WorkerConnection:
                 repinned, link = fresh is not link, fresh
                 continue
             except RuntimeError:
-                # httpx refuses a client that another thread closed when it replaced the link:
+                # A client that another thread closed when it replaced the link refuses requests:
                 # use the replacement (no attempt spent); anything else is not ours to hide.
                 with self._lock:
                     self._open()

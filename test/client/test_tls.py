@@ -2,39 +2,20 @@
 
 from __future__ import annotations
 
-import datetime
 import http.server
-import ipaddress
+import os
 import ssl
+import sys
 import threading
 from typing import ClassVar
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _tls_cert import self_signed
 
 from sequence_ai import CertPinError
-from sequence_ai._tls import certificate_fingerprint, normalise_fingerprint, pinned_client
-
-
-def _self_signed(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path, certificate_fingerprint(cert.public_bytes(serialization.Encoding.DER))
+from sequence_ai._tls import normalise_fingerprint, pinned_client
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -55,7 +36,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def tls_server(tmp_path):
-    cert_path, key_path, fingerprint = _self_signed(tmp_path)
+    cert_path, key_path, fingerprint = self_signed(tmp_path)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.handle_error = lambda request, address: None  # a client that hangs up on a bad pin is expected
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

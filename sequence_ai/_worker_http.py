@@ -1,0 +1,361 @@
+"""The worker's HTTP/1.1 client: pinned TLS, kept-alive connections, nothing else (WIRE.md §5, §6.2).
+
+The worker is talked to once per chunk from a refill thread that has slept for most of a chunk,
+so every request runs on cold caches; a general-purpose client's layers (httpx: ~2 ms of CPU per
+cold request here) cost more than the robot's whole control step. This one writes the request in
+one `sendall` and parses the answer by hand (~0.7 ms cold, `bench/bench_underruns.py`).
+
+What it supports is what the worker speaks: `POST`/`GET` with a JSON or empty body, answers with
+`Content-Length`, `Transfer-Encoding: chunked` or read-until-close, `Connection: close`. Network
+failures are raised as httpx's exception types (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`,
+…) so the reconnect logic treats both clients alike; a request on a closed client raises
+RuntimeError, as httpx does. The pin is checked right after every TLS handshake, before any byte
+of a request is written; a mismatch raises CertPinError and the socket is closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import select
+import socket
+import ssl
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+from urllib.parse import urlsplit
+
+import httpx
+
+from ._errors import CertPinError
+from ._version import __version__
+
+__all__ = ["PinnedClient", "WorkerResponse"]
+
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_IDLE = 4
+_RECV = 256 * 1024
+
+
+class WorkerResponse:
+    """Status, headers (lower-case names) and body of one answer."""
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: _Headers, content: bytes):
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+    def raise_for_status(self) -> WorkerResponse:
+        """Self for a 2xx, otherwise the mapped SequencesError (WIRE.md §3.3)."""
+        if not 200 <= self.status_code < 300:
+            from ._http import error_from_response
+
+            raise error_from_response(self.status_code, self.text, self.headers)
+        return self
+
+
+class _Headers(Dict[str, str]):
+    """Header names lower-cased; `get` is case-insensitive like httpx's."""
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(key.lower(), default)
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+
+class _Connection:
+    """One pinned TLS socket and the bytes read past the last answer."""
+
+    __slots__ = ("pending", "sock")
+
+    def __init__(self, sock: ssl.SSLSocket):
+        self.sock = sock
+        self.pending = b""
+
+    def reusable(self) -> bool:
+        """An idle kept-alive socket is fit for the next request unless the worker closed it (or
+        sent something unasked): then it reads as ready."""
+        if self.pending or self.sock.pending():
+            return False
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class PinnedClient:
+    """A small pool of kept-alive connections to one `https://host:port` worker, each pinned to
+    a certificate fingerprint (64 lower-case hex characters, already normalised)."""
+
+    def __init__(self, base_url: str, pin: str, *, headers: Optional[Mapping[str, str]] = None,
+                 timeout: Optional[float] = 30.0, context: Optional[ssl.SSLContext] = None):
+        parts = urlsplit(base_url)
+        if parts.scheme.lower() != "https" or not parts.hostname:
+            raise CertPinError("the worker URL is not https://host:port; refusing to connect unpinned")
+        self._host = parts.hostname
+        self._port = parts.port or 443
+        self._prefix = parts.path.rstrip("/")
+        self._pin = pin
+        self._timeout = timeout
+        self._context = context or _context()
+        base = {"Host": parts.netloc, "User-Agent": f"sequence-ai-python/{__version__}",
+                "Accept": "application/json", "Accept-Encoding": "identity"}
+        base.update(headers or {})
+        self._headers = base
+        self._idle: List[_Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- the pool --------------------------------------------------------------------------
+
+    def _take(self, timeout: Optional[float]) -> _Connection:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("Cannot send a request, as the client has been closed.")
+            while self._idle:
+                connection = self._idle.pop()
+                if connection.reusable():
+                    return connection
+                connection.close()
+        return self._connect(timeout)
+
+    def _give_back(self, connection: _Connection) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < MAX_IDLE:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    def _connect(self, timeout: Optional[float]) -> _Connection:
+        context = self._context
+        try:
+            raw = socket.create_connection((self._host, self._port), timeout=timeout)
+        except socket.timeout:
+            raise httpx.ConnectTimeout("timed out connecting to the worker") from None
+        except OSError as exc:
+            raise httpx.ConnectError(f"could not connect to the worker: {exc.strerror or exc}") from None
+        try:
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock = context.wrap_socket(raw)
+        except socket.timeout:
+            raw.close()
+            raise httpx.ConnectTimeout("timed out in the TLS handshake with the worker") from None
+        except (OSError, ssl.SSLError) as exc:
+            raw.close()
+            raise httpx.ConnectError(f"TLS handshake with the worker failed: {exc}") from None
+        der = sock.getpeercert(True)
+        if not der or not hmac.compare_digest(hashlib.sha256(der).hexdigest(), self._pin):
+            sock.close()
+            raise CertPinError("worker certificate does not match the pinned fingerprint")
+        return _Connection(sock)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed, idle, self._idle = True, self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def __enter__(self) -> PinnedClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- requests --------------------------------------------------------------------------
+
+    def post(self, path: str, *, json: Any = None, headers: Optional[Mapping[str, str]] = None,
+             timeout: Optional[float] = None) -> WorkerResponse:
+        return self.request("POST", path, json=json, headers=headers, timeout=timeout)
+
+    def get(self, path: str, *, headers: Optional[Mapping[str, str]] = None,
+            timeout: Optional[float] = None) -> WorkerResponse:
+        return self.request("GET", path, headers=headers, timeout=timeout)
+
+    def request(self, method: str, path: str, *, json: Any = None, headers: Optional[Mapping[str, str]] = None,
+                timeout: Optional[float] = None) -> WorkerResponse:
+        body = b"" if json is None else _dumps(json)
+        merged = dict(self._headers)
+        if headers:
+            merged.update(headers)
+        if json is not None:
+            merged["Content-Type"] = "application/json"
+        if json is not None or method in ("POST", "PUT", "PATCH"):
+            merged["Content-Length"] = str(len(body))
+        lines = [f"{method} {self._prefix}{path} HTTP/1.1"]
+        for name, value in merged.items():
+            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+                raise ValueError(f"header {name!r} holds a line break")
+            lines.append(f"{name}: {value}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        timeout = self._timeout if timeout is None else timeout
+        connection = self._take(timeout)
+        try:
+            connection.sock.settimeout(timeout)
+            try:
+                connection.sock.sendall(head + body if len(body) < 65536 else head)
+                if len(body) >= 65536:
+                    connection.sock.sendall(body)
+            except socket.timeout:
+                raise httpx.WriteTimeout("timed out sending to the worker") from None
+            except (OSError, ssl.SSLError) as exc:
+                raise httpx.WriteError(f"sending to the worker failed: {exc}") from None
+            response, keep = _read_response(connection, method)
+        except BaseException:
+            connection.close()
+            raise
+        if keep:
+            self._give_back(connection)
+        else:
+            connection.close()
+        return response
+
+
+def _context() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False  # a bare IP with a self-signed certificate: the pin is the trust
+    context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _recv(connection: _Connection) -> bytes:
+    try:
+        return connection.sock.recv(_RECV)
+    except socket.timeout:
+        raise httpx.ReadTimeout("timed out waiting for the worker") from None
+    except (OSError, ssl.SSLError) as exc:
+        raise httpx.ReadError(f"reading from the worker failed: {exc}") from None
+
+
+def _read_response(connection: _Connection, method: str) -> Tuple[WorkerResponse, bool]:
+    """One answer off the connection (interim 1xx answers skipped), and whether it stays open."""
+    buffer = bytearray(connection.pending)
+    connection.pending = b""
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        while end < 0:
+            if len(buffer) > MAX_HEADER_BYTES:
+                raise httpx.RemoteProtocolError("the worker's answer headers are too large")
+            data = _recv(connection)
+            if not data:
+                raise httpx.RemoteProtocolError("the worker disconnected without sending an answer")
+            buffer += data
+            end = buffer.find(b"\r\n\r\n")
+        status, version, headers = _parse_head(bytes(buffer[:end]))
+        del buffer[:end + 4]
+        if 100 <= status < 200 and status != 101:
+            continue
+        break
+    closing = version == "HTTP/1.0" or "close" in headers.get("connection", "").lower()
+    if method == "HEAD" or status in (204, 304):
+        body, to_close = b"", False
+    elif "chunked" in headers.get("transfer-encoding", "").lower():
+        body, to_close = _read_chunked(connection, buffer), False
+    elif "content-length" in headers:
+        try:
+            length = int(headers["content-length"])
+        except ValueError:
+            raise httpx.RemoteProtocolError("the worker sent a malformed Content-Length") from None
+        if length < 0 or length > MAX_BODY_BYTES:
+            raise httpx.RemoteProtocolError(f"the worker's answer length {length} is out of bounds")
+        while len(buffer) < length:
+            data = _recv(connection)
+            if not data:
+                raise httpx.RemoteProtocolError("the worker disconnected in the middle of an answer")
+            buffer += data
+        body = bytes(buffer[:length])
+        del buffer[:length]
+        to_close = False
+    else:  # neither: the body runs until the worker closes
+        while True:
+            data = _recv(connection)
+            if not data:
+                break
+            buffer += data
+            if len(buffer) > MAX_BODY_BYTES:
+                raise httpx.RemoteProtocolError("the worker's answer is too large")
+        body, to_close = bytes(buffer), True
+        buffer = bytearray()
+    connection.pending = bytes(buffer)
+    return WorkerResponse(status, headers, body), not (closing or to_close)
+
+
+def _parse_head(head: bytes) -> Tuple[int, str, _Headers]:
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit() or len(parts[1]) != 3:
+        raise httpx.RemoteProtocolError("the worker's answer has no valid status line")
+    headers = _Headers()
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            raise httpx.RemoteProtocolError("the worker sent a malformed header line")
+        key = name.lower()
+        value = value.strip()
+        headers[key] = f"{dict.__getitem__(headers, key)}, {value}" if dict.__contains__(headers, key) else value
+    return int(parts[1]), parts[0], headers
+
+
+def _read_chunked(connection: _Connection, buffer: bytearray) -> bytes:
+    body = bytearray()
+    while True:
+        end = buffer.find(b"\r\n")
+        while end < 0:
+            data = _recv(connection)
+            if not data:
+                raise httpx.RemoteProtocolError("the worker disconnected in the middle of a chunked answer")
+            buffer += data
+            end = buffer.find(b"\r\n")
+        size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise httpx.RemoteProtocolError("the worker sent a malformed chunk size") from None
+        del buffer[:end + 2]
+        if size == 0:
+            while True:  # trailers, up to the blank line
+                end = buffer.find(b"\r\n")
+                while end < 0:
+                    data = _recv(connection)
+                    if not data:
+                        raise httpx.RemoteProtocolError("the worker disconnected in a chunked answer's trailer")
+                    buffer += data
+                    end = buffer.find(b"\r\n")
+                line = bytes(buffer[:end])
+                del buffer[:end + 2]
+                if not line:
+                    return bytes(body)
+        if len(body) + size > MAX_BODY_BYTES:
+            raise httpx.RemoteProtocolError("the worker's answer is too large")
+        while len(buffer) < size + 2:
+            data = _recv(connection)
+            if not data:
+                raise httpx.RemoteProtocolError("the worker disconnected in the middle of a chunked answer")
+            buffer += data
+        body += buffer[:size]
+        del buffer[:size + 2]

@@ -1,0 +1,238 @@
+"""The worker's own HTTP/1.1 client (`sequence_ai._worker_http`) against a loopback TLS server
+that answers each request with scripted bytes: framing, keep-alive, and every way an answer can
+break maps to an httpx transport error (which the reconnect logic handles) — never a hang, never
+a wrong body."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+from typing import List, Optional, Tuple
+
+import httpx
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _tls_cert import self_signed
+
+from sequence_ai import CertPinError
+from sequence_ai._tls import pinned_client
+
+OK = b'{"ok":true}'
+
+
+def answer(body: bytes = OK, status: str = "200 OK", extra: str = "") -> bytes:
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
+            ).encode() + body
+
+
+class ScriptedTLS:
+    """Answers request i with script[i] = (bytes, close_after); records each request's head, body
+    and the connection it came on."""
+
+    def __init__(self, tmp_path, script: List[Tuple[bytes, bool]]):
+        cert, key, self.fingerprint = self_signed(tmp_path)
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.script = list(script)
+        self.requests: List[Tuple[int, bytes, bytes]] = []  # (connection number, head, body)
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                raw, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._connection, args=(raw, self.connections), daemon=True).start()
+
+    def _connection(self, raw: socket.socket, number: int) -> None:
+        try:
+            sock = self.context.wrap_socket(raw, server_side=True)
+        except (OSError, ssl.SSLError):
+            raw.close()
+            return
+        buffer = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(buffer) < length:
+                    buffer += sock.recv(65536)
+                body, buffer = buffer[:length], buffer[length:]
+                self.requests.append((number, head, body))
+                reply, close = self.script.pop(0) if self.script else (answer(), False)
+                if reply:
+                    sock.sendall(reply)
+                if close:
+                    sock.close()
+                    return
+        except (OSError, ssl.SSLError):
+            return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def scripted(tmp_path):
+    servers: List[ScriptedTLS] = []
+
+    def make(*script: Tuple[bytes, bool]) -> ScriptedTLS:
+        server = ScriptedTLS(tmp_path, list(script))
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def client_for(server: ScriptedTLS, timeout: Optional[float] = 5.0):
+    return pinned_client(server.url, server.fingerprint, headers={"Authorization": "Bearer s3cret"}, timeout=timeout)
+
+
+def test_a_post_sends_one_json_request_with_its_headers_and_reads_the_answer(scripted):
+    server = scripted((answer(b'{"steps":[[1.5]]}', extra="X-Seq-Request-Id: r-1\r\n"), False))
+    with client_for(server) as client:
+        response = client.post("/act", json={"a": [1, 2], "text": "grüße"}, headers={"X-Seq-Request-Id": "r-1"})
+    assert response.status_code == 200
+    assert response.json() == {"steps": [[1.5]]}
+    assert response.headers.get("X-SEQ-REQUEST-ID") == "r-1" and response.headers["x-seq-request-id"] == "r-1"
+    _, head, body = server.requests[0]
+    assert head.startswith(b"POST /act HTTP/1.1\r\n")
+    lines = {line.split(b":")[0].lower(): line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")[1:]}
+    assert lines[b"authorization"] == b"Bearer s3cret"
+    assert lines[b"content-type"] == b"application/json"
+    assert lines[b"x-seq-request-id"] == b"r-1"
+    assert int(lines[b"content-length"]) == len(body)
+    assert json.loads(body) == {"a": [1, 2], "text": "grüße"}
+
+
+def test_nan_in_a_body_is_refused_before_anything_is_sent(scripted):
+    server = scripted()
+    with client_for(server) as client, pytest.raises(ValueError):
+        client.post("/act", json={"x": float("nan")})
+    assert server.requests == []
+
+
+def test_requests_share_one_kept_alive_connection(scripted):
+    server = scripted()
+    with client_for(server) as client:
+        for _ in range(4):
+            assert client.get("/ping").json() == {"ok": True}
+    assert server.connections == 1 and len(server.requests) == 4
+
+
+def test_connection_close_and_a_worker_that_hung_up_while_idle_both_get_a_fresh_connection(scripted):
+    server = scripted((answer(extra="Connection: close\r\n"), False), (answer(), True), (answer(), False))
+    with client_for(server) as client:
+        for _ in range(3):
+            assert client.get("/ping").status_code == 200
+    assert [number for number, _, _ in server.requests] == [1, 2, 3]
+
+
+def test_chunked_and_read_until_close_answers_are_framed_right(scripted):
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"4;ext=1\r\n{\"ok\r\n7\r\n\":true}\r\n0\r\nX-Trailer: 1\r\n\r\n")
+    until_close = b"HTTP/1.1 200 OK\r\n\r\n" + OK
+    server = scripted((chunked, False), (answer(b'{"n":2}'), False), (until_close, True), (answer(b'{"n":4}'), False))
+    with client_for(server) as client:
+        assert client.get("/a").json() == {"ok": True}
+        assert client.get("/b").json() == {"n": 2}  # same connection after the chunked answer
+        assert client.get("/c").json() == {"ok": True}
+        assert client.get("/d").json() == {"n": 4}
+    assert [number for number, _, _ in server.requests] == [1, 1, 1, 2]
+
+
+def test_an_interim_100_answer_is_skipped(scripted):
+    server = scripted((b"HTTP/1.1 100 Continue\r\n\r\n" + answer(b'{"n":1}'), False))
+    with client_for(server) as client:
+        assert client.get("/x").json() == {"n": 1}
+
+
+@pytest.mark.parametrize("reply, error", [
+    (b"", httpx.RemoteProtocolError),  # hung up without a word
+    (answer(b'{"steps": [[1.0, 2.0]]}')[:-6], httpx.RemoteProtocolError),  # dropped mid-body
+    (b"NOT HTTP AT ALL\r\n\r\n", httpx.RemoteProtocolError),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: banana\r\n\r\n", httpx.RemoteProtocolError),
+    (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", httpx.RemoteProtocolError),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", httpx.RemoteProtocolError),
+], ids=["no-answer", "mid-body", "status-line", "content-length", "header-line", "chunk-size"])
+def test_a_broken_answer_is_an_httpx_transport_error_and_the_next_request_works(scripted, reply, error):
+    server = scripted((reply, True), (answer(b'{"after":1}'), False))
+    with client_for(server) as client:
+        with pytest.raises(error):
+            client.post("/act", json={})
+        assert client.post("/act", json={}).json() == {"after": 1}
+
+
+def test_a_worker_that_never_answers_is_a_read_timeout(scripted):
+    server = scripted((b"", False))
+    with client_for(server, timeout=0.3) as client, pytest.raises(httpx.ReadTimeout):
+        client.post("/act", json={})
+
+
+def test_nothing_listening_is_a_connect_error(tmp_path):
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    client = pinned_client(f"https://127.0.0.1:{port}", "ab" * 32, headers={}, timeout=2.0)
+    with client, pytest.raises(httpx.ConnectError):
+        client.get("/ping")
+
+
+def test_a_wrong_pin_sends_no_byte_on_any_attempt(scripted):
+    server = scripted()
+    wrong = ("0" if server.fingerprint[0] != "0" else "1") + server.fingerprint[1:]
+    with pinned_client(server.url, wrong, headers={}, timeout=5.0) as client:
+        for _ in range(2):
+            with pytest.raises(CertPinError):
+                client.post("/act", json={"secret": "never sent"})
+    assert server.requests == []
+
+
+def test_a_closed_client_refuses_requests_like_httpx(scripted):
+    server = scripted()
+    client = client_for(server)
+    assert client.get("/ping").status_code == 200
+    client.close()
+    with pytest.raises(RuntimeError):
+        client.get("/ping")
+
+
+def test_a_header_with_a_line_break_is_refused_before_sending(scripted):
+    server = scripted()
+    with client_for(server) as client, pytest.raises(ValueError):
+        client.get("/ping", headers={"X-Seq-Request-Id": "a\r\nInjected: 1"})
+    assert server.requests == []
+
+
+def test_error_answers_keep_their_body_and_raise_for_status_maps_them(scripted):
+    server = scripted((answer(b'{"detail":"busy"}', status="429 Too Many Requests", extra="Retry-After: 2\r\n"), False))
+    with client_for(server) as client:
+        response = client.post("/act", json={})
+    assert response.status_code == 429 and response.text == '{"detail":"busy"}'
+    from sequence_ai import Unavailable
+
+    with pytest.raises(Unavailable) as info:
+        response.raise_for_status()
+    assert info.value.retry_after_s == 2.0
