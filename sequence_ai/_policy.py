@@ -367,11 +367,13 @@ class Policy:
         if not isinstance(max_seconds, (int, float)) or isinstance(max_seconds, bool) or max_seconds <= 0:
             raise ValueError("max_seconds must be a number > 0")
         max_actions = run_kwargs.pop("max_actions", None) or int(max_seconds * 1000) + 1000
-        self._latch.set(instruction)
-        try:
-            return self.run(observe, act, max_actions=max_actions, max_seconds=max_seconds, until=until, **run_kwargs)
-        finally:
-            self._latch.clear()
+        with self._guard.driving():  # refused before it could touch the running loop's instruction
+            self._latch.set(instruction)
+            try:
+                return self.run(observe, act, max_actions=max_actions, max_seconds=max_seconds, until=until,
+                                **run_kwargs)
+            finally:
+                self._latch.clear()
 
     # -- steering from other threads -------------------------------------------------------
 
@@ -381,8 +383,14 @@ class Policy:
 
     @property
     def instruction(self) -> Optional[str]:
-        """The instruction in force, or None."""
-        return self._latch.value
+        """The instruction in force, or None: the one set by set_instruction()/act() (it goes
+        with the next request); else, while a run is going, the one its last request carried
+        (the observation's own)."""
+        latched = self._latch.value
+        if latched is not None:
+            return latched
+        loop = self._loop
+        return self._instruction_in_force if loop is not None and loop.running else None
 
     def interrupt(self) -> None:
         """Stop the run within one control period; it holds and reports `interrupted`."""

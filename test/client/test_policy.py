@@ -159,6 +159,42 @@ def test_second_thread_driving_the_same_policy_raises(platform):
     assert errors and "another thread" in str(errors[0])
 
 
+def test_a_second_thread_calling_act_is_refused_before_it_touches_the_running_instruction(platform):
+    platform.fault("latency", ms=200)
+    robot = Robot()
+    seen, errors = [], []
+    with policy_for(platform) as policy:
+        driver = threading.Thread(target=lambda: policy.act("pick up the cup", robot.observe, robot.act,
+                                                            max_seconds=3.0, max_actions=20, validate=robot.validate,
+                                                            progress=False))
+        driver.start()
+        assert wait_until(lambda: policy.progress().running, timeout_s=5.0)
+        try:
+            policy.act("intruder", robot.observe, robot.act, max_seconds=1.0, validate=robot.validate)
+        except SequencesError as exc:
+            errors.append(exc)
+        seen.append(policy.instruction)
+        driver.join(15)
+    assert errors and "another thread" in str(errors[0])
+    assert seen == ["pick up the cup"]
+    assert {r["instruction"] for r in platform.requests()} == {"pick up the cup"}
+
+
+def test_instruction_reports_the_observations_own_sentence_during_a_plain_run(platform):
+    robot = Robot(instruction="wipe the table")
+    seen = []
+    with policy_for(platform) as policy:
+        assert policy.instruction is None
+
+        def act(row):
+            seen.append(policy.instruction)
+            robot.act(row)
+
+        policy.run(**run_kwargs(robot, act=act), max_actions=6)
+        assert policy.instruction is None  # no run, nothing latched
+    assert seen and set(seen) == {"wipe the table"}
+
+
 def test_two_concurrent_policies_are_independent(platform):
     robots = [Robot("left arm"), Robot("right arm")]
     outs = [None, None]
