@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
+from urllib.parse import urlsplit
 
 from ._errors import InvalidRequest, SequencesError
 
@@ -39,12 +41,29 @@ class Grant:
         return f"Grant(worker_url={self.worker_url!r}, epoch={self.epoch!r}, ttl_s={self.ttl_s!r})"
 
 
+_TOKEN = re.compile(r"[!-~]+")  # visible ASCII: what fits a Bearer header, no line breaks
+
+
+def _worker_url_ok(url: str) -> bool:
+    """scheme://host[:port] that parses (whether it is https is the pin's business)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    return bool(parts.scheme and parts.hostname) and (port is None or 0 < port < 65536)
+
+
 def parse_grant(body: Any) -> Grant:
     if not isinstance(body, dict):
         raise SequencesError("malformed /v1/act/connect response")
     url, pin, secret = body.get("worker_url"), body.get("cert_fingerprint"), body.get("direct_secret")
     if not (isinstance(url, str) and url and isinstance(secret, str) and secret and pin is not None):
         raise SequencesError("malformed /v1/act/connect response")
+    if not _worker_url_ok(url):
+        raise SequencesError("malformed /v1/act/connect response: worker_url is not a URL")
+    if not _TOKEN.fullmatch(secret):  # never quoted: it is the secret
+        raise SequencesError("malformed /v1/act/connect response: direct_secret is not a bearer token")
     lease = body.get("lease") if isinstance(body.get("lease"), dict) else {}
     ttl = lease.get("ttl_s")
     ttl_s = float(ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else None

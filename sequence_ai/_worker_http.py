@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import select
 import socket
 import ssl
@@ -32,6 +33,9 @@ from ._version import __version__
 
 __all__ = ["PinnedClient", "WorkerResponse"]
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[ -~]*")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_IDLE = 4
@@ -110,11 +114,15 @@ class PinnedClient:
 
     def __init__(self, base_url: str, pin: str, *, headers: Optional[Mapping[str, str]] = None,
                  timeout: Optional[float] = 30.0, context: Optional[ssl.SSLContext] = None):
-        parts = urlsplit(base_url)
-        if parts.scheme.lower() != "https" or not parts.hostname:
+        try:
+            parts = urlsplit(base_url)
+            port = parts.port
+        except ValueError:
+            port, parts = None, None
+        if parts is None or parts.scheme.lower() != "https" or not parts.hostname:
             raise CertPinError("the worker URL is not https://host:port; refusing to connect unpinned")
         self._host = parts.hostname
-        self._port = parts.port or 443
+        self._port = port or 443
         self._prefix = parts.path.rstrip("/")
         self._pin = pin
         self._timeout = timeout
@@ -128,6 +136,23 @@ class PinnedClient:
         self._closed = False
 
     # -- the pool --------------------------------------------------------------------------
+
+    def head(self, method: str, path: str, headers: Optional[Mapping[str, str]], body: Optional[bytes]) -> bytes:
+        """The request line and headers, ASCII; ValueError (never quoting a value, which may be
+        the secret) for a header that is not one line of visible ASCII."""
+        merged = dict(self._headers)
+        if headers:
+            merged.update(headers)
+        if body is not None:
+            merged["Content-Length"] = str(len(body))
+            if body:
+                merged["Content-Type"] = "application/json"
+        lines = [f"{method} {self._prefix}{path} HTTP/1.1"]
+        for name, value in merged.items():
+            if not _HEADER_NAME.fullmatch(name) or not _HEADER_VALUE.fullmatch(value):
+                raise ValueError(f"header {name!r} is not a single line of visible ASCII")
+            lines.append(f"{name}: {value}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
 
     def _take(self, timeout: Optional[float]) -> _Connection:
         with self._lock:
@@ -195,19 +220,8 @@ class PinnedClient:
     def request(self, method: str, path: str, *, json: Any = None, headers: Optional[Mapping[str, str]] = None,
                 timeout: Optional[float] = None) -> WorkerResponse:
         body = b"" if json is None else _dumps(json)
-        merged = dict(self._headers)
-        if headers:
-            merged.update(headers)
-        if json is not None:
-            merged["Content-Type"] = "application/json"
-        if json is not None or method in ("POST", "PUT", "PATCH"):
-            merged["Content-Length"] = str(len(body))
-        lines = [f"{method} {self._prefix}{path} HTTP/1.1"]
-        for name, value in merged.items():
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-                raise ValueError(f"header {name!r} holds a line break")
-            lines.append(f"{name}: {value}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        head = self.head(method, path, headers, body if json is not None or method in ("POST", "PUT", "PATCH")
+                         else None)
         timeout = self._timeout if timeout is None else timeout
         connection = self._take(timeout)
         try:
@@ -277,10 +291,10 @@ def _read_response(connection: _Connection, method: str) -> Tuple[WorkerResponse
     elif "chunked" in headers.get("transfer-encoding", "").lower():
         body, to_close = _read_chunked(connection, buffer), False
     elif "content-length" in headers:
-        try:
-            length = int(headers["content-length"])
-        except ValueError:
-            raise httpx.RemoteProtocolError("the worker sent a malformed Content-Length") from None
+        text = headers["content-length"]
+        if not re.fullmatch(r"[0-9]{1,18}", text):
+            raise httpx.RemoteProtocolError("the worker sent a malformed Content-Length")
+        length = int(text)
         if length < 0 or length > MAX_BODY_BYTES:
             raise httpx.RemoteProtocolError(f"the worker's answer length {length} is out of bounds")
         while len(buffer) < length:
@@ -308,7 +322,7 @@ def _read_response(connection: _Connection, method: str) -> Tuple[WorkerResponse
 def _parse_head(head: bytes) -> Tuple[int, str, _Headers]:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit() or len(parts[1]) != 3:
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not re.fullmatch(r"[1-5][0-9][0-9]", parts[1]):
         raise httpx.RemoteProtocolError("the worker's answer has no valid status line")
     headers = _Headers()
     for line in lines[1:]:
@@ -331,11 +345,10 @@ def _read_chunked(connection: _Connection, buffer: bytearray) -> bytes:
                 raise httpx.RemoteProtocolError("the worker disconnected in the middle of a chunked answer")
             buffer += data
             end = buffer.find(b"\r\n")
-        size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise httpx.RemoteProtocolError("the worker sent a malformed chunk size") from None
+        size_text = bytes(buffer[:end]).split(b";", 1)[0].strip().decode("latin-1")
+        if not _HEX.fullmatch(size_text) or len(size_text) > 16:
+            raise httpx.RemoteProtocolError("the worker sent a malformed chunk size")
+        size = int(size_text, 16)
         del buffer[:end + 2]
         if size == 0:
             while True:  # trailers, up to the blank line

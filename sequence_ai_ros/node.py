@@ -306,7 +306,7 @@ class PolicyNode(Node):
             reason, message = f"raised:{type(exc).__name__}", str(exc)
         except Exception as exc:
             reason, message = f"raised:{type(exc).__name__}", str(exc)
-            self.get_logger().error(f"run failed: {exc!r}")
+            self.get_logger().error(f"run failed: {type(exc).__name__}: {exc}")  # str, not repr: no request bytes
         finally:
             hold()  # exactly once, on every ending (completion included)
         if outcome is None:

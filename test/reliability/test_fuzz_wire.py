@@ -26,7 +26,8 @@ from sequence_ai._admission import Grant, parse_grant, renew_after_s
 from sequence_ai._chunk import parse_prediction
 from sequence_ai._http import error_from_response, parse_json_answer
 from sequence_ai._oneshot import account, depth, detect, embed
-from sequence_ai._tls import normalise_fingerprint
+from sequence_ai._tls import normalise_fingerprint, pinned_client
+from sequence_ai._worker_http import _Connection, _read_response
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=16)
 json_values = st.recursive(
@@ -48,8 +49,10 @@ LEASES = st.fixed_dictionaries({}, optional={"ttl_s": json_values | st.floats(),
                                              "expires_at": json_values})
 CONNECT = st.fixed_dictionaries(
     {},
-    optional={"worker_url": st.just("https://127.0.0.1:9") | json_values,
-              "cert_fingerprint": st.just(PIN) | json_values, "direct_secret": st.just("s3cret") | json_values,
+    optional={"worker_url": st.sampled_from(["https://127.0.0.1:9", "https://127.0.0.1:99999", "https://[::1",
+                                             "http://127.0.0.1:9", "https://"]) | json_values,
+              "cert_fingerprint": st.just(PIN) | json_values,
+              "direct_secret": st.sampled_from(["s3cret", "dsk_a\r\nX: 1", "dsk_\u2603", "dsk a"]) | json_values,
               "lease": LEASES | json_values, "action": json_values, "observation": json_values,
               "embodiment": json_values, "warming": json_values, "model": json_values},
 )
@@ -64,13 +67,56 @@ def test_connect_answer_becomes_a_usable_grant_or_a_sequences_error(body):
     try:
         grant = parse_grant(body)
         pin = normalise_fingerprint(grant.cert_fingerprint)  # the next thing admission does with it
+        client = pinned_client(grant.worker_url, pin, headers={"Authorization": f"Bearer {grant.direct_secret}"},
+                               timeout=1.0)  # what the worker link is built from (no socket yet)
     except SequencesError:
         return
+    # ... and its first request head can be written: no line break, nothing outside ASCII
+    assert client.head("POST", "/act", {"X-Seq-Request-Id": "r"}, b"{}").startswith(b"POST /act HTTP/1.1\r\n")
     assert isinstance(grant, Grant) and len(pin) == 64
     assert isinstance(grant.worker_url, str) and isinstance(grant.direct_secret, str)
     assert grant.ttl_s is None or not math.isnan(grant.ttl_s)
     after = renew_after_s(grant.ttl_s)
     assert after is None or (math.isfinite(after) and after >= 0) or after == math.inf
+
+
+# -- raw bytes from the worker, through its HTTP/1.1 parser ----------------------------------------
+
+
+class _Replay:
+    """Stands in for the TLS socket: hands out `data` in the given slice sizes, then EOF."""
+
+    def __init__(self, data: bytes, sizes):
+        self.data, self.sizes = data, list(sizes) or [len(data) or 1]
+
+    def recv(self, _n: int) -> bytes:
+        size = self.sizes.pop(0) if len(self.sizes) > 1 else self.sizes[0]
+        piece, self.data = self.data[:size], self.data[size:]
+        return piece
+
+
+HEADS = st.sampled_from([b"HTTP/1.1 200 OK\r\n", b"HTTP/1.0 503 x\r\n", b"HTTP/1.1 \xb2\xb2\xb2 x\r\n",
+                         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", b"garbage\r\n"])
+HEADERS = st.lists(st.sampled_from([b"Content-Length: 5\r\n", b"Content-Length: -1\r\n", b"Content-Length: 99\r\n",
+                                    b"Transfer-Encoding: chunked\r\n", b"Connection: close\r\n", b"X: \xff\r\n",
+                                    b"no colon\r\n", b" folded: x\r\n"]), max_size=3)
+BODIES = st.sampled_from([b"hello", b"5\r\nhello\r\n0\r\n\r\n", b"-2\r\nxx\r\n0\r\n\r\n", b"zz\r\n",
+                          b"ffffffffffffffffffff\r\n", b""]) | st.binary(max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(HEADS, HEADERS, BODIES, st.lists(st.integers(1, 12), max_size=6), st.binary(max_size=60))
+@example(b"HTTP/1.1 200 OK\r\n", [b"Content-Length: 5\r\n"], b"hello", [], b"")
+def test_any_bytes_from_the_worker_are_an_answer_or_an_httpx_transport_error(head, headers, body, sizes, noise):
+    """Whatever arrives, the worker link returns an answer or raises one of httpx's transport
+    errors (which the reconnect logic turns into a retry, then Unavailable); never another
+    exception, never a hang (the replay ends in EOF)."""
+    connection = _Connection(_Replay(head + b"".join(headers) + b"\r\n" + body + noise, sizes))  # type: ignore[arg-type]
+    try:
+        response, _keep = _read_response(connection, "POST")
+    except httpx.TransportError:
+        return
+    assert 200 <= response.status_code <= 599 and isinstance(response.content, bytes)
 
 
 # -- whole /act answers --------------------------------------------------------------------------
