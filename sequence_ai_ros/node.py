@@ -127,6 +127,7 @@ class PolicyNode(Node):
         # Goals and services.
         self._run_lock = threading.Lock()
         self._active: Optional[Any] = None  # the goal handle being driven
+        self._held = threading.Event()  # the active run's final hold went out
         self._run_done = threading.Event()
         self._run_done.set()
         self._stop_reason: Optional[str] = None  # why the node itself interrupted the run
@@ -166,7 +167,8 @@ class PolicyNode(Node):
         # Never coast: a velocity controller keeps the last command, so a tick with nothing
         # published while a run is active (the buffer is dry) gets an explicit zero.
         stalled = self.arm.published_this_tick == 0 and self.arm.last_command is not None
-        if self._active is not None and self.config.command_interface == "velocity" and stalled:
+        running = self._active is not None and not self._held.is_set()  # after the final hold: silence
+        if running and self.config.command_interface == "velocity" and stalled:
             command = self.arm.hold_command()
             if command is not None:
                 self.arm.publisher.publish(command, 1.0 / self.control_hz)
@@ -273,7 +275,7 @@ class PolicyNode(Node):
         self.policy.discard_buffer()  # a new goal never plays rows computed for an old one
         self.ticks.reset()
         max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
-        held = threading.Event()
+        held = self._held = threading.Event()
 
         def hold() -> None:
             if not held.is_set():

@@ -1,8 +1,9 @@
 """The node's parameters: declared with descriptors, read once into a `NodeConfig`.
 
-Every parameter is documented in config/policy.yaml. Structural ones (model, topics, joint
-layout, command type) are read-only: changing them needs a restart, not a live edit. The API key
-is never a parameter: it comes from $SEQUENCES_API_KEY only.
+Every parameter is documented in config/policy.yaml. They are read once, at startup, so every
+one is declared read-only: `ros2 param set` is refused instead of reporting a change (a safety
+limit, say) that would never take effect. Change them in the YAML and restart. The API key is
+never a parameter: it comes from $SEQUENCES_API_KEY only.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class NodeConfig:
     diagnostics_period_s: float
 
 
-def _descriptor(description: str, *, read_only: bool = False, floats: Optional[Tuple[float, float]] = None,
+def _descriptor(description: str, *, read_only: bool = True, floats: Optional[Tuple[float, float]] = None,
                 ints: Optional[Tuple[int, int]] = None) -> ParameterDescriptor:
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
     if floats is not None:
@@ -74,22 +75,22 @@ def _descriptor(description: str, *, read_only: bool = False, floats: Optional[T
 
 # name -> (default, descriptor kwargs). Defaults describe a DROID Franka on ros2_control.
 PARAMETERS = {
-    "model": ("pi05-droid", dict(description="Catalogue id of the policy (sequence-ai models lists them)", read_only=True)),
-    "camera_views": (["exterior_1", "wrist_left"], dict(description="Model view names, in the order of camera_topics; every view the model declares must be here", read_only=True)),
-    "camera_topics": (["/cameras/exterior_1/image_raw", "/cameras/wrist_left/image_raw"], dict(description="One image topic per entry of camera_views", read_only=True)),
-    "camera_compressed": ([False, False], dict(description="Per camera: true = sensor_msgs/CompressedImage, false = sensor_msgs/Image", read_only=True)),
-    "joint_states_topic": ("/joint_states", dict(description="sensor_msgs/JointState topic of the arm", read_only=True)),
-    "joint_names": (list(FRANKA_JOINTS), dict(description="Arm joints in the model's order (7 for DROID)", read_only=True)),
-    "gripper_joint": ("fr3_finger_joint1", dict(description="Joint whose position is the gripper opening", read_only=True)),
-    "gripper_open_position": (0.04, dict(description="gripper_joint position when fully open (model gripper 0)", read_only=True)),
-    "gripper_closed_position": (0.0, dict(description="gripper_joint position when fully closed (model gripper 1)", read_only=True)),
-    "command_topic": ("/arm_controller/commands", dict(description="Where joint commands are published (RELIABLE)", read_only=True)),
-    "command_type": ("float64_multi_array", dict(description="float64_multi_array (forward/group controller) or joint_trajectory (JTC)", read_only=True)),
-    "command_interface": ("position", dict(description="The controller's interface: position or velocity", read_only=True)),
-    "command_includes_gripper": (True, dict(description="Append the gripper command (in gripper_joint units) to every command", read_only=True)),
-    "joint_position_min": (list(FRANKA_Q_MIN), dict(description="Lower joint limits, rad; commands outside stop the run", read_only=True)),
-    "joint_position_max": (list(FRANKA_Q_MAX), dict(description="Upper joint limits, rad", read_only=True)),
-    "joint_velocity_max": (list(FRANKA_DQ_MAX), dict(description="Joint speed limits, rad/s (velocity commands and position steps)", read_only=True)),
+    "model": ("pi05-droid", dict(description="Catalogue id of the policy (sequence-ai models lists them)")),
+    "camera_views": (["exterior_1", "wrist_left"], dict(description="Model view names, in the order of camera_topics; every view the model declares must be here")),
+    "camera_topics": (["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"], dict(description="One image topic per entry of camera_views")),
+    "camera_compressed": ([False, False], dict(description="Per camera: true = sensor_msgs/CompressedImage, false = sensor_msgs/Image")),
+    "joint_states_topic": ("joint_states", dict(description="sensor_msgs/JointState topic of the arm")),
+    "joint_names": (list(FRANKA_JOINTS), dict(description="Arm joints in the model's order (7 for DROID)")),
+    "gripper_joint": ("fr3_finger_joint1", dict(description="Joint whose position is the gripper opening")),
+    "gripper_open_position": (0.04, dict(description="gripper_joint position when fully open (model gripper 0)")),
+    "gripper_closed_position": (0.0, dict(description="gripper_joint position when fully closed (model gripper 1)")),
+    "command_topic": ("arm_controller/commands", dict(description="Where joint commands are published (RELIABLE)")),
+    "command_type": ("float64_multi_array", dict(description="float64_multi_array (forward/group controller) or joint_trajectory (JTC)")),
+    "command_interface": ("position", dict(description="The controller's interface: position or velocity")),
+    "command_includes_gripper": (True, dict(description="Append the gripper command (in gripper_joint units) to every command")),
+    "joint_position_min": (list(FRANKA_Q_MIN), dict(description="Lower joint limits, rad; commands outside stop the run")),
+    "joint_position_max": (list(FRANKA_Q_MAX), dict(description="Upper joint limits, rad")),
+    "joint_velocity_max": (list(FRANKA_DQ_MAX), dict(description="Joint speed limits, rad/s (velocity commands and position steps)")),
     "max_step_rad": (0.2, dict(description="Largest change of a position target between two control periods, rad", floats=(0.0, 3.2))),
     "max_image_age_s": (0.5, dict(description="A camera frame older than this stops the run", floats=(0.01, 60.0))),
     "max_joint_state_age_s": (0.25, dict(description="Joint states older than this stop the run", floats=(0.005, 60.0))),
@@ -99,9 +100,9 @@ PARAMETERS = {
     "smooth_seam": (0, dict(description="Blend the first N steps of each new chunk (absolute action spaces only)", ints=(0, 64))),
     "startup_timeout_s": (1800.0, dict(description="How long to wait for a cold worker before the first action, s", floats=(0.0, 7200.0))),
     "request_timeout_s": (30.0, dict(description="Timeout of one steady-state request, s", floats=(0.5, 600.0))),
-    "dry_run": (False, dict(description="Compute and log every command but publish nothing", read_only=True)),
+    "dry_run": (False, dict(description="Compute and log every command but publish nothing")),
     "busy_policy": ("reject", dict(description="A goal arriving while one runs: reject (default) or preempt the running one")),
-    "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until", read_only=True)),
+    "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until")),
     "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
     "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
 }

@@ -33,13 +33,13 @@ class SimRobot(Node):
     def __init__(self, **kwargs):
         super().__init__("sim_robot", **kwargs)
         p = self.declare_parameter
-        self.command_topic = p("command_topic", "/arm_controller/commands").value
+        self.command_topic = p("command_topic", "arm_controller/commands").value
         self.command_type = p("command_type", "float64_multi_array").value
         self.interface = p("command_interface", "position").value
         self.joint_names = list(p("joint_names", list(FRANKA_JOINTS)).value)
         self.gripper_joint = p("gripper_joint", "fr3_finger_joint1").value
         self.views = list(p("camera_views", ["exterior_1", "wrist_left"]).value)
-        self.topics = list(p("camera_topics", ["/cameras/exterior_1/image_raw", "/cameras/wrist_left/image_raw"]).value)
+        self.topics = list(p("camera_topics", ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"]).value)
         self.width = int(p("image_width", 640).value)
         self.height = int(p("image_height", 360).value)
         camera_hz = float(p("camera_hz", 15.0).value)
@@ -61,7 +61,7 @@ class SimRobot(Node):
         command_type = JointTrajectory if self.command_type == "joint_trajectory" else Float64MultiArray
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(command_type, self.command_topic, self._on_command, reliable)
-        self.joint_pub = self.create_publisher(JointState, "/joint_states", qos_profile_sensor_data)
+        self.joint_pub = self.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
         self.image_pubs = [self.create_publisher(Image, t, qos_profile_sensor_data) for t in self.topics]
         self.create_timer(1.0 / joint_hz, self._step)
         self.create_timer(1.0 / camera_hz, self._publish_images)

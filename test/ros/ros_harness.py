@@ -231,10 +231,7 @@ class RosHarness:
         rclpy.shutdown(context=self.context)
 
 
-NODE_TOPICS: Dict[str, Any] = {
-    "camera_topics": ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"],
-    "joint_states_topic": "joint_states",
-    "command_topic": "arm_controller/commands",
+NODE_TOPICS: Dict[str, Any] = {  # the topics are the node's defaults: relative, so the namespace applies
     "startup_timeout_s": 60.0,
     # Generous input ages: the test process publishes the robot's inputs and shares two cores with
     # everything; it was seen to stop publishing for ~1 s now and then (while a new node process
