@@ -41,6 +41,23 @@ def test_connect_reads_key_and_gateway_from_the_environment(platform, monkeypatc
         assert policy.predict(observation()).action_chunk.action_dim == 8
 
 
+def test_explicit_key_and_gateway_win_over_the_environment(platform, monkeypatch):
+    monkeypatch.setenv("SEQUENCES_API_KEY", "seq_test_not_a_key_anywhere")
+    monkeypatch.setenv("SEQUENCES_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    with sequence_ai.connect(MODEL, api_key=platform.api_key, base_url=platform.base_url) as policy:
+        assert policy.predict(observation()).action_chunk.action_dim == 8
+
+
+def test_the_public_gateway_is_the_default(monkeypatch):
+    from sequence_ai._http import DEFAULT_BASE_URL, resolve_base_url
+
+    monkeypatch.delenv("SEQUENCES_BASE_URL", raising=False)
+    assert resolve_base_url() == DEFAULT_BASE_URL and DEFAULT_BASE_URL.startswith("https://")
+    monkeypatch.setenv("SEQUENCES_BASE_URL", "http://127.0.0.1:8080/")
+    assert resolve_base_url() == "http://127.0.0.1:8080"
+    assert resolve_base_url("https://example.invalid") == "https://example.invalid"
+
+
 def test_one_admission_and_one_connection_serve_a_whole_run(platform):
     robot = Robot()
     reports = []

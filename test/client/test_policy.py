@@ -103,6 +103,8 @@ def test_run_requires_keyword_max_actions_and_sane_arguments(platform):
     with policy_for(platform) as policy:
         with pytest.raises(TypeError):
             policy.run(robot.observe, robot.act)
+        with pytest.raises(TypeError):  # keyword-only: a positional count is refused too
+            policy.run(robot.observe, robot.act, 5)
         for bad in ({"max_actions": 0}, {"max_actions": 5, "lookahead": 0}):
             with pytest.raises(ValueError):
                 policy.run(**run_kwargs(robot), **bad)
@@ -289,6 +291,14 @@ def test_ready_and_wait_until_ready_report_a_cold_worker(platform):
         assert (ready, eta) == (False, 7.0)
         waited = policy.wait_until_ready(timeout_s=10, poll_s=0.2)
         assert 0.5 < waited < 5 and policy.ready() == (True, None)
+
+
+def test_a_stale_interrupt_never_aborts_a_later_wait_until_ready(platform):
+    platform.fault("warming", seconds=0.8, eta_s=1)
+    with policy_for(platform) as policy:
+        policy.interrupt()
+        waited = policy.wait_until_ready(timeout_s=10, poll_s=0.2)
+    assert waited > 0.3
 
 
 def test_wait_until_ready_times_out_with_a_warming_unavailable(platform):

@@ -7,7 +7,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _loop_robot import PERIOD, Robot, policy_for, run_kwargs
+import pytest
+from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs
 
 
 def test_prefetch_hides_300ms_latency_with_zero_underruns_over_150_actions(platform):
@@ -19,6 +20,20 @@ def test_prefetch_hides_300ms_latency_with_zero_underruns_over_150_actions(platf
     assert out.reason == "completed" and out.actions == 150
     assert out.underruns == 0 and robot.underruns == [], out
     assert 0.25 < estimate < 0.6
+
+
+def test_refill_estimate_leaves_out_a_slow_admission(platform):
+    # The first request pays a 1.5 s admission (a cold gateway); the worker answers in ~0.1 s.
+    platform.fault("latency", ms=1500, route="connect", count=1)
+    platform.fault("latency", ms=100)
+    robot = Robot()
+    with policy_for(platform) as policy:
+        policy.predict(observation())
+        first = policy.progress().refill_latency_s
+        out = policy.run(**run_kwargs(robot), max_actions=30)
+        later = policy.progress().refill_latency_s
+    assert first is not None and first < 0.5, first  # one outlier would have made it ~1.6 s
+    assert later < 0.5 and out.underruns == 0
 
 
 def test_without_prefetch_every_refill_stalls_and_is_counted(platform):
@@ -135,3 +150,40 @@ def test_prefetch_rides_out_jittery_latency_without_underruns(platform):
     with policy_for(platform) as policy:
         out = policy.run(**run_kwargs(robot), max_actions=90)
     assert out.reason == "completed" and out.underruns <= 1, out  # the first refill has no deviation yet
+
+
+def _cosmos_observation():
+    """cosmos3-edge-policy-droid: three views at 640×360, absolute joint targets."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from sequence_ai import ImageFrame, Observation, Proprioception
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (640, 360), (80, 120, 160)).save(buffer, format="JPEG", quality=90)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return Observation(images=[ImageFrame(view=v, data=data) for v in ("exterior_1", "exterior_2", "wrist_left")],
+                       proprioception=Proprioception(joint_positions=[0.3] * 7, gripper=[0.0]),
+                       instruction="pick up the cup")
+
+
+def test_smooth_seam_in_a_run_ramps_each_new_absolute_chunk_never_the_first_and_jump_is_measured_before(platform):
+    obs, acted, chunks = _cosmos_observation(), [], []
+    with policy_for(platform, model="cosmos3-edge-policy-droid") as policy:
+        out = policy.run(observe=lambda: obs, act=acted.append, validate=lambda a: True, max_actions=24,
+                         open_loop_horizon=8, prefetch=False, smooth_seam=3, on_chunk=chunks.append, progress=False)
+    assert out.reason == "completed" and len(chunks) == 3 and out.action_space == "joint_absolute"
+    assert acted[:8] == [list(r) for r in chunks[0].steps[:8]]  # the first chunk is never blended
+    jumps = []
+    for k in (1, 2):
+        last, rows = acted[8 * k - 1], chunks[k].steps
+        jumps.append(max(abs(a - b) for a, b in zip(rows[0], last)))
+        for i in range(3):
+            w = (i + 1) / 4
+            assert acted[8 * k + i] == pytest.approx([(1 - w) * a + w * b for a, b in zip(last, rows[i])])
+        assert acted[8 * k + 3:8 * k + 8] == [list(r) for r in rows[3:8]]
+    assert max(jumps) > 0.01  # the stand-in restarts from the observed pose: a real seam
+    assert out.max_seam_jump == pytest.approx(max(jumps))  # before blending, not the ramp's small step
+
