@@ -1,6 +1,6 @@
 """Client CPU per action and underruns vs injected worker latency, ours vs the public 0.20.0 client.
 
-    .venv/bin/python bench/bench_client.py                 # both clients, latencies 0.1-0.8 s, 90 actions
+    .venv/bin/python bench/bench_client.py                 # both clients, latencies 0.1-0.8 s, 90 actions, with ratios
     .venv/bin/python bench/bench_client.py --ours-only     # skip the public client
     .venv/bin/python bench/bench_client.py --actions 60 --latencies 0.1,0.4
 

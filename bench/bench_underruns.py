@@ -148,16 +148,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def _ratio(ours: float, peer: float) -> str:
+    if peer > 0:
+        return f"{ours / peer:.2f}"
+    return "—" if ours == 0 else "inf"
+
+
 def print_table(rows: List[dict]) -> None:
-    print(f"{'latency':>8} {'client':<9} {'underruns':>9} {'stall s':>8} {'min s':>7} {'cpu ms/act':>10}")
+    """One line per client and latency; the `÷ peer` columns compare each of ours with the public
+    client on the same worker in the same run."""
+    print(f"{'latency':>8} {'client':<9} {'underruns':>9} {'stall s':>8} {'min s':>7} {'÷ peer':>7} "
+          f"{'cpu ms/act':>10} {'÷ peer':>7}")
     for row in rows:
+        peer = row.get("peer")
+        peer = peer if peer is not None and "error" not in peer else None
         for name in ("ours", "peer", "ours la=2"):
             r = row.get(name)
             if r is None or "error" in r:
                 continue
+            cpu = r["cpu_s"] / max(1, r["actions"]) * 1000
+            stall_ratio = cpu_ratio = ""
+            if peer is not None and name != "peer":
+                stall_ratio = _ratio(r["underrun_s"], peer["underrun_s"])
+                cpu_ratio = _ratio(cpu, peer["cpu_s"] / max(1, peer["actions"]) * 1000)
             print(f"{row['latency_s']:>7.1f}s {name:<9} {r['underruns']:>9} {r['underrun_s']:>8.2f} "
-                  f"{r['min_underrun_s']:>7.2f} {r['cpu_s'] / max(1, r['actions']) * 1000:>10.3f}")
-
+                  f"{r['min_underrun_s']:>7.2f} {stall_ratio:>7} {cpu:>10.3f} {cpu_ratio:>7}")
 
 if __name__ == "__main__":
     sys.exit(main())
