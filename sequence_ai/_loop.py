@@ -14,6 +14,7 @@ the hold; the worker is told the episode ended in every case.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 import threading
 import time
@@ -62,6 +63,7 @@ class RunSettings:
         self.observe, self.act, self.max_actions = observe, act, max_actions
         self.validate, self.hold, self.until = validate, hold, until
         self.on_chunk, self.on_underrun, self.on_status, self.on_warming = on_chunk, on_underrun, on_status, on_warming
+        self.hold_on_underrun = on_underrun is not None and _takes_no_argument(on_underrun)
         self.prefetch, self.lookahead, self.open_loop_horizon = prefetch, lookahead, open_loop_horizon
         self.max_seconds, self.startup_timeout_s, self.smooth_seam = max_seconds, startup_timeout_s, smooth_seam
         self.align_chunks = bool(align_chunks)
@@ -69,6 +71,27 @@ class RunSettings:
         self.control_hz = control_hz
         self.episode_id = episode_id or uuid.uuid4().hex
         self.options = options
+
+
+def _takes_no_argument(callback: Callable[..., Any]) -> bool:
+    """on_underrun comes in two forms. `on_underrun(wait_s)` (WIRE.md §7.8) is told how long a
+    stall lasted, when it ends. A callback that takes no argument (the guide's
+    `on_underrun=robot.hold_position`) cannot be told a duration: it is a hold, so it is called
+    when the buffer runs dry, before the wait, so the arm holds instead of coasting."""
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):  # a builtin without introspection: the documented form
+        return False
+    try:
+        signature.bind(0.0)
+        return False
+    except TypeError:
+        pass
+    try:
+        signature.bind()
+    except TypeError:
+        raise TypeError("on_underrun must take no argument (a hold) or one: the stall's duration in seconds") from None
+    return True
 
 
 class ControlLoop:
@@ -158,7 +181,7 @@ class ControlLoop:
             flight = inflight[0]
             waited = 0.0
             if not flight.fetch.done():
-                self.status("waiting")
+                self.stall_begins()
                 waited = self.wait_for(flight)
             inflight.popleft()
             try:
@@ -177,7 +200,7 @@ class ControlLoop:
     def blocking_fill(self) -> None:
         started = time.monotonic()
         if self.actions > 0:
-            self.status("waiting")
+            self.stall_begins()
         budget = self.s.startup_timeout_s
         cut_by_max_seconds = False
         if self.s.max_seconds is not None:
@@ -219,11 +242,17 @@ class ControlLoop:
         if callable(reset):
             reset()
 
+    def stall_begins(self) -> None:
+        """The buffer is dry at a tick and the next chunk is not here: hold, never coast."""
+        self.status("waiting")
+        if self.actions > 0 and self.s.hold_on_underrun:
+            self.s.on_underrun()  # type: ignore[misc]
+
     def count_underrun(self, wait_s: float) -> None:
         self.restart_schedule()
         self.underruns += 1
         self.underrun_s += wait_s
-        if self.s.on_underrun is not None:
+        if self.s.on_underrun is not None and not self.s.hold_on_underrun:
             self.s.on_underrun(wait_s)
         self.status("running")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -187,3 +188,22 @@ def test_smooth_seam_in_a_run_ramps_each_new_absolute_chunk_never_the_first_and_
     assert max(jumps) > 0.01  # the stand-in restarts from the observed pose: a real seam
     assert out.max_seam_jump == pytest.approx(max(jumps))  # before blending, not the ramp's small step
 
+
+
+def test_an_on_underrun_taking_no_argument_is_a_hold_called_when_the_buffer_runs_dry(platform):
+    platform.fault("latency", ms=250)
+    robot, held_at = Robot(), []
+    with policy_for(platform) as policy:
+        out = policy.run(**run_kwargs(robot, on_underrun=lambda: held_at.append(time.monotonic())),
+                         max_actions=24, prefetch=False)
+    assert out.underruns == 2 and len(held_at) == 2  # the stalls after rows 8 and 16
+    for k, at in zip((8, 16), held_at):
+        before, after = robot.act_times[k - 1], robot.act_times[k]
+        assert before < at < after
+        assert after - at >= 0.2  # at the start of the ~0.25 s wait, not at its end
+
+
+def test_an_on_underrun_needing_two_arguments_is_refused_at_run(platform):
+    robot = Robot()
+    with policy_for(platform) as policy, pytest.raises(TypeError, match="on_underrun"):
+        policy.run(**run_kwargs(robot, on_underrun=lambda a, b: None), max_actions=4)
