@@ -15,6 +15,7 @@ then the outcome, and leaves exactly one terminal goal state.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import signal
 import sys
@@ -54,6 +55,11 @@ LATCHED = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 COMMANDS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# Under use_sim_time a goal's max_seconds is ROS time, enforced by the node on its control timer;
+# the client's own (wall-clock) bound is then only a safety net for a clock that stopped: this
+# many times max_seconds, and at least max_seconds + SIM_TIME_WALL_MARGIN_S.
+SIM_TIME_WALL_FACTOR = 10.0
+SIM_TIME_WALL_MARGIN_S = 60.0
 
 
 class PolicyNode(Node):
@@ -134,6 +140,12 @@ class PolicyNode(Node):
         self._ready = threading.Event()
         self._closing = threading.Event()
         self._warming_state = (False, math.nan, 0.0)
+        self._warmup_lock = threading.Lock()
+        self._warmup_running = False
+        self._warmup_failure = ""  # why the last warm-up gave up ("" while none has)
+        # The running goal's bound on the node clock (sim time: set only under use_sim_time).
+        self.sim_time = bool(self.get_parameter("use_sim_time").value)
+        self._run_clock: Optional[list] = None  # [started_s or None, max_seconds]
         self.action_server = ActionServer(
             self, Act, "~/act", execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel, callback_group=self._goal_group,
@@ -144,8 +156,7 @@ class PolicyNode(Node):
         self.create_timer(c.feedback_period_s, self._publish_feedback, callback_group=self._timer_group)
         self.create_timer(c.diagnostics_period_s, self._publish_diagnostics, callback_group=self._timer_group)
 
-        self._warmup = threading.Thread(target=self._wait_for_worker, name="warmup", daemon=True)
-        self._warmup.start()
+        self._start_warmup()
         self.get_logger().info(
             f"{self.model.short_id} at {self.control_hz:g} Hz, {c.command_interface} commands on "
             f"{c.command_topic} ({c.command_type}){' [dry run]' if c.dry_run else ''}"
@@ -173,7 +184,33 @@ class PolicyNode(Node):
             if command is not None:
                 self.arm.publisher.publish(command, 1.0 / self.control_hz)
         self.arm.published_this_tick = 0
+        if self._run_clock is not None and running:
+            self._check_run_clock()
         self.ticks.tick()
+
+    def _check_run_clock(self) -> None:
+        """use_sim_time: end the running goal (reason timeout) once the ROS clock passes its
+        max_seconds. Called on every control tick, so within one period of the deadline."""
+        run_clock = self._run_clock
+        if run_clock is None:
+            return
+        now = self._now_s()
+        if run_clock[0] is None:  # the goal arrived before the first /clock message
+            if now > 0:
+                run_clock[0] = now
+            return
+        if now - run_clock[0] >= run_clock[1]:
+            if self._stop_reason is None:
+                self._stop_reason = "timeout"
+            if self._stop_reason == "timeout":
+                self.policy.interrupt()  # again on later ticks: a run that had not started yet clears it
+
+    def _run_elapsed_s(self) -> Optional[float]:
+        """Seconds of ROS time the running goal has taken (use_sim_time only), else None."""
+        run_clock = self._run_clock
+        if run_clock is None or run_clock[0] is None:
+            return None
+        return max(0.0, self._now_s() - run_clock[0])
 
     # -- warming --------------------------------------------------------------------------------
     def _on_warming(self, waited_s: float, eta_s: Optional[float]) -> None:
@@ -186,10 +223,28 @@ class PolicyNode(Node):
             waited_s=float(waited_s), eta_s=math.nan if eta_s is None else float(eta_s), message=message,
         ))
 
+    def _start_warmup(self) -> bool:
+        """Start a warm-up thread unless one runs or the worker is ready; True if started."""
+        with self._warmup_lock:
+            if self._warmup_running or self._ready.is_set() or self._closing.is_set():
+                return False
+            self._warmup_running = True
+        threading.Thread(target=self._wait_for_worker, name="warmup", daemon=True).start()
+        return True
+
     def _wait_for_worker(self) -> None:
-        """Start a cold worker and report its progress on ~/warming until it can serve."""
+        """Start a cold worker and report its progress on ~/warming until it can serve, or until
+        startup_timeout_s; a goal arriving after a timeout starts another attempt."""
+        try:
+            self._warm_until_ready()
+        finally:
+            with self._warmup_lock:
+                self._warmup_running = False
+
+    def _warm_until_ready(self) -> None:
         started = time.monotonic()
         budget = self.config.startup_timeout_s
+        self._warming_state = (True, math.nan, 0.0)
         while not self._closing.is_set():
             waited = time.monotonic() - started
             try:
@@ -206,8 +261,12 @@ class PolicyNode(Node):
             self._warming_state = (True, math.nan if eta is None else float(eta), waited)
             self._publish_warming(False, True, waited, eta, f"starting the model, about {eta or 0:.0f}s to go")
             if budget > 0 and waited > budget:
-                self._publish_warming(False, False, waited, eta, f"not ready after startup_timeout_s={budget:g}s")
-                self.get_logger().error(f"{self.model.short_id} not ready after {budget:g}s")
+                self._warmup_failure = f"not ready after startup_timeout_s={budget:g}s"
+                self._warming_state = (False, math.nan if eta is None else float(eta), waited)
+                self._publish_warming(False, False, waited, eta,
+                                      f"{self._warmup_failure}; the next goal starts warming it again")
+                self.get_logger().error(f"{self.model.short_id} not ready after {budget:g}s; "
+                                        f"the next goal starts warming it again")
                 return
             self._closing.wait(1.0)
 
@@ -229,6 +288,10 @@ class PolicyNode(Node):
         if not (goal.max_seconds > 0 and math.isfinite(goal.max_seconds)):
             return f"max_seconds must be > 0 (got {goal.max_seconds})"
         if not self._ready.is_set():
+            if self._start_warmup():
+                # The last warm-up gave up (startup_timeout_s): this goal starts another one.
+                return (f"{self.model.short_id} is not ready ({self._warmup_failure}); warming it again: "
+                        f"~/warming reports ready when it can take a goal")
             _, eta, waited = self._warming_state
             return (f"{self.model.short_id} is not ready yet (warming for {waited:.0f}s"
                     f"{'' if math.isnan(eta) else f', about {eta:.0f}s to go'})")
@@ -276,6 +339,13 @@ class PolicyNode(Node):
         self.ticks.reset()
         max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
         held = self._held = threading.Event()
+        max_seconds = float(goal.max_seconds)
+        if self.sim_time:
+            # max_seconds is ROS time: the control tick ends the run when the clock passes it
+            # (_check_run_clock); the client's wall-clock bound is only a safety net.
+            now = self._now_s()
+            self._run_clock = [now if now > 0 else None, max_seconds]
+            max_seconds = max(SIM_TIME_WALL_FACTOR * max_seconds, max_seconds + SIM_TIME_WALL_MARGIN_S)
 
         def hold() -> None:
             if not held.is_set():
@@ -287,7 +357,7 @@ class PolicyNode(Node):
         try:
             outcome = self.policy.run(
                 observe=self.arm.observe, act=self._act_on_beat, validate=self.arm.validate, hold=hold,
-                max_actions=max_actions, max_seconds=float(goal.max_seconds),
+                max_actions=max_actions, max_seconds=max_seconds,
                 until=(self._until.is_set if c.until_topic else None),
                 on_chunk=self.arm.on_chunk, prefetch=c.prefetch, lookahead=c.lookahead,
                 # displacement rows are ramped by the node after conversion (arm.py), not here
@@ -311,8 +381,13 @@ class PolicyNode(Node):
             self.get_logger().error(f"run failed: {type(exc).__name__}: {exc}")  # str, not repr: no request bytes
         finally:
             hold()  # exactly once, on every ending (completion included)
+            elapsed = self._run_elapsed_s()
+            self._run_clock = None
         if outcome is None:
             outcome = getattr(self.policy, "last_outcome", None)
+        if outcome is not None and elapsed is not None:  # use_sim_time: the run's length in ROS time
+            outcome = dataclasses.replace(outcome, elapsed_s=elapsed,
+                                          reason=reason if reason == "timeout" else outcome.reason)
         if not message and outcome is not None:
             message = str(outcome)
         return self._finish(goal_handle, outcome, reason, message, held=held.is_set(),
@@ -374,8 +449,10 @@ class PolicyNode(Node):
         if goal_handle is None:
             return
         p = self.policy.progress()
+        elapsed = self._run_elapsed_s()  # use_sim_time: ROS time, like max_seconds
         feedback = Act.Feedback(
-            actions=int(p.actions), chunks=int(p.chunks), buffered=int(p.buffered), elapsed_s=float(p.elapsed_s),
+            actions=int(p.actions), chunks=int(p.chunks), buffered=int(p.buffered),
+            elapsed_s=float(p.elapsed_s if elapsed is None else elapsed),
             instruction=p.instruction or "", underruns=int(p.underruns), warming=bool(p.warming),
             warming_eta_s=math.nan if p.warming_eta_s is None else float(p.warming_eta_s),
         )

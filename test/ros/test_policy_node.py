@@ -419,23 +419,37 @@ while time.monotonic() < until:
 """
 
 
-def test_use_sim_time_paces_commands_by_the_simulated_clock(ros, policy_node, platform):
+def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(ros, policy_node, platform):
     import subprocess
     import sys
 
     from sequence_ai_ros.processes import ros_environment
 
+    max_seconds = 2.0
     wall_start = time.monotonic()
     simulator = subprocess.Popen([sys.executable, "-P", "-c", SIM_CLOCK, str(wall_start), str(wall_start + 120)],
                                  env=ros_environment())
     try:
         process, arm, planner = start_arm(ros, policy_node, platform, use_sim_time=True)
+        feedback = []
         sent = time.monotonic()
-        result = Planner.result(planner.send("pick up the red cube", max_seconds=3.0)).result
+        response = Planner.result(planner.send("pick up the red cube", max_seconds=max_seconds, feedback=feedback))
+        ended = time.monotonic()
     finally:
         simulator.kill()
         simulator.wait(5)
-    times = [t for t, _ in run_commands(arm, sent, time.monotonic())][:-1]
+    result = response.result
+    commands = run_commands(arm, sent, ended + 1.0)
+    times = [t for t, _ in commands][:-1]  # the last one is the hold
     flowing = (times[-1] - times[0]) - result.outcome.underrun_s
     rate = (len(times) - 1) / flowing
     assert rate == pytest.approx(0.5 * HZ, rel=0.25), f"{rate:.1f} commands per wall second"
+    # max_seconds is simulated time: at half speed a 2 s goal lasts ~4 s of wall time (it ended
+    # after 2 s, on the wall clock, before the node bounded it by the ROS clock).
+    assert response.status == 4 and result.status == Act.Result.STATUS_TIMEOUT, result.message
+    assert result.outcome.reason == "timeout" and result.outcome.held
+    wall = commands[-1][0] - sent
+    assert 2 * max_seconds * 0.85 <= wall <= 2 * max_seconds + 1.5, f"a {max_seconds:g} s goal took {wall:.2f} s of wall time"
+    # elapsed_s is simulated time too, in the outcome and in the feedback.
+    assert max_seconds <= result.outcome.elapsed_s <= max_seconds + 0.5, result.outcome.elapsed_s
+    assert feedback and max(fb.elapsed_s for _, fb in feedback) <= max_seconds + 0.5, [fb.elapsed_s for _, fb in feedback]

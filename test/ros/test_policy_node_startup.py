@@ -1,0 +1,111 @@
+"""The policy node's start: config/policy.yaml loaded as a params file, and recovery from a
+warm-up that ran out of startup_timeout_s."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import GetParameters, ListParameters
+from ros_harness import ArmDouble, Planner, wait_for
+from sequence_ai_ros.action import Act
+
+from sequence_ai_ros.processes import NodeProcess, config_path
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+# Parameters every rclpy node declares by itself.
+ROS_OWN = {"use_sim_time", "start_type_description_service"}
+
+
+def _python_value(value):
+    """An rcl_interfaces ParameterValue as the Python value yaml.safe_load gives for it."""
+    kind = value.type
+    if kind == ParameterType.PARAMETER_BOOL:
+        return value.bool_value
+    if kind == ParameterType.PARAMETER_INTEGER:
+        return value.integer_value
+    if kind == ParameterType.PARAMETER_DOUBLE:
+        return value.double_value
+    if kind == ParameterType.PARAMETER_STRING:
+        return value.string_value
+    if kind == ParameterType.PARAMETER_BOOL_ARRAY:
+        return list(value.bool_array_value)
+    if kind == ParameterType.PARAMETER_INTEGER_ARRAY:
+        return list(value.integer_array_value)
+    if kind == ParameterType.PARAMETER_DOUBLE_ARRAY:
+        return list(value.double_array_value)
+    if kind == ParameterType.PARAMETER_STRING_ARRAY:
+        return list(value.string_array_value)
+    return ("unset or unknown type", kind)
+
+
+def _same(expected, actual) -> bool:
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(expected) == len(actual) and all(map(_same, expected, actual))
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    if isinstance(expected, float):
+        return isinstance(actual, float) and math.isclose(expected, actual, rel_tol=0, abs_tol=1e-12)
+    return type(expected) is type(actual) and expected == actual
+
+
+def test_policy_yaml_loads_into_the_node_with_every_value_and_type(ros, platform, tmp_path):
+    path = config_path("policy.yaml")
+    document = yaml.safe_load(path.read_text())
+    (key,) = document  # one node entry: /**/sequence_ai_policy
+    documented = document[key]["ros__parameters"]
+    assert len(documented) >= 25
+    # A second file under the same node key, with a value that is not the default: the node only
+    # reports it if that key reaches the node (a key that matched nothing would leave defaults,
+    # indistinguishable from policy.yaml's values, which mostly are the defaults).
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({key: {"ros__parameters": {"request_timeout_s": 29.5}}}))
+    ns = "/yaml_arm"
+    node = f"{ns}/sequence_ai_policy"
+    with NodeProcess("policy_node", params_files=[path, overlay], namespace=ns, env=platform.env(),
+                     log_path=tmp_path / "policy_node.log") as process:
+        planner = Planner(ros.node, ns)
+        lister = ros.node.create_client(ListParameters, f"{node}/list_parameters")
+        getter = ros.node.create_client(GetParameters, f"{node}/get_parameters")
+        assert wait_for(lambda: lister.service_is_ready() or not process.running, 30.0)
+        assert process.running, "the node refused policy.yaml:\n" + process.output()[-2000:]
+        declared = set(planner.call(lister, ListParameters.Request(depth=0)).result.names)
+        names = sorted(documented)
+        values = planner.call(getter, GetParameters.Request(names=names)).values
+    assert set(documented) <= declared, f"in policy.yaml but not declared: {set(documented) - declared}"
+    assert declared - ROS_OWN == set(documented), f"declared but not in policy.yaml: {declared - ROS_OWN - set(documented)}"
+    got = {name: _python_value(value) for name, value in zip(names, values)}
+    expected = {**documented, "request_timeout_s": 29.5}
+    wrong = {name: (expected[name], got[name]) for name in names if not _same(expected[name], got[name])}
+    assert not wrong, f"(policy.yaml, node) differ: {wrong}"
+
+
+def test_a_goal_after_the_startup_timeout_warms_again_and_the_node_recovers(ros, policy_node, platform):
+    platform.fault("warming", seconds=120.0, eta_s=120)
+    process, ns = policy_node(platform, startup_timeout_s=1.0)
+    arm = ArmDouble(ros.node, ns)
+    planner = Planner(ros.node, ns)
+    gave_up = lambda: any("startup_timeout_s" in w.message and not w.warming for w in planner.warming)  # noqa: E731
+    assert wait_for(lambda: gave_up() or not process.running, 30.0), process.output()[-2000:]
+    assert process.running and not planner.ready()
+
+    # A goal now starts another warm-up; it is itself refused, saying so.
+    refused = Planner.result(planner.send("pick up the red cube", max_seconds=1.0), timeout_s=10.0).result
+    assert refused.status == Act.Result.STATUS_REJECTED
+    assert "startup_timeout_s" in refused.message and "warming it again" in refused.message, refused.message
+    assert wait_for(lambda: planner.warming[-1].warming, 5.0), "no new warm-up reported"
+    again = Planner.result(planner.send("pick up the red cube", max_seconds=1.0), timeout_s=10.0).result
+    assert again.status == Act.Result.STATUS_REJECTED and "not ready yet (warming" in again.message, again.message
+    assert arm.command_log() == [], "a refused goal moves nothing"
+
+    # The worker comes up: the same node process reports ready and runs the next goal.
+    platform.clear_faults("warming")
+    assert wait_for(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 15.0), \
+        process.output()[-2000:]
+    response = Planner.result(planner.send("pick up the red cube", max_seconds=1.0), timeout_s=30.0)
+    assert response.status == 4, response.result.message  # GoalStatus.STATUS_SUCCEEDED
+    assert response.result.status == Act.Result.STATUS_TIMEOUT and response.result.outcome.actions > 0
+    assert process.running

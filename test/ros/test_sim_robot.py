@@ -1,0 +1,127 @@
+"""`sim_robot` in its own process, configured by config/demo.yaml, under a namespace: what it
+publishes, how it follows position commands, and that its cameras show what the arm did."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from ros_harness import HOME, JOINTS, wait_for
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray
+
+from sequence_ai_ros.parameters import FRANKA_DQ_MAX
+from sequence_ai_ros.processes import NodeProcess, config_path
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+VIEWS = ("exterior_1", "wrist_left")
+GRIPPER = "fr3_finger_joint1"
+# Speed limits hold to within this factor: the simulator integrates on its monotonic clock and
+# stamps with the ROS clock a moment later, so two stamps may be a little closer than the steps.
+SPEED_SLACK = 1.25
+
+
+class SimWatcher:
+    """Joint states (with their stamps) and the latest frame of each view, from the test side."""
+
+    def __init__(self, node, ns: str):
+        self._lock = threading.Lock()
+        self.states: list = []  # (stamp_s, names, positions)
+        self.frames: dict = {}  # view -> (received monotonic, Image)
+        node.create_subscription(JointState, f"{ns}/joint_states", self._on_state, qos_profile_sensor_data)
+        for view in VIEWS:
+            node.create_subscription(Image, f"{ns}/cameras/{view}/image_raw",
+                                     lambda m, v=view: self._on_frame(v, m), qos_profile_sensor_data)
+        self.commands = node.create_publisher(Float64MultiArray, f"{ns}/arm_controller/commands",
+                                              QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on_state(self, msg: JointState) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        with self._lock:
+            self.states.append((stamp, list(msg.name), np.array(msg.position)))
+
+    def _on_frame(self, view: str, msg: Image) -> None:
+        with self._lock:
+            self.frames[view] = (time.monotonic(), msg)
+
+    def latest(self):
+        with self._lock:
+            return self.states[-1] if self.states else None
+
+    def states_since(self, index: int) -> list:
+        with self._lock:
+            return self.states[index:]
+
+    def frame_after(self, view: str, t: float, timeout_s: float = 5.0) -> Image:
+        assert wait_for(lambda: view in self.frames and self.frames[view][0] > t, timeout_s), f"no {view} frame"
+        return self.frames[view][1]
+
+
+def pixels(msg: Image) -> np.ndarray:
+    return np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.width, 3).astype(int)
+
+
+def test_sim_robot_publishes_joint_states_and_16_9_cameras_follows_commands_and_renders_the_arm(ros, tmp_path):
+    ns = "/sim_robot_test"
+    with NodeProcess("sim_robot", params_files=[config_path("demo.yaml")], namespace=ns,
+                     log_path=tmp_path / "sim_robot.log") as sim:
+        watch = SimWatcher(ros.node, ns)
+        started = time.monotonic()
+        assert wait_for(lambda: (watch.latest() is not None and len(watch.frames) == len(VIEWS)) or not sim.running,
+                        20.0), "sim_robot published no joint states or frames:\n" + sim.output()[-2000:]
+        assert sim.running, sim.output()[-2000:]
+
+        # Joint states: the 7 arm joints, then the gripper, at home with the gripper open.
+        _, names, q = watch.latest()
+        assert names == [*JOINTS, GRIPPER]
+        assert q.shape == (8,) and np.allclose(q[:7], HOME) and q[7] == pytest.approx(0.04)
+
+        # Cameras: every view, raw rgb8 at the 16:9 size demo.yaml asks for.
+        before = {}
+        for view in VIEWS:
+            frame = watch.frame_after(view, started)
+            assert (frame.width, frame.height) == (448, 252) and frame.width * 9 == frame.height * 16
+            assert frame.encoding == "rgb8" and frame.step == frame.width * 3
+            assert len(frame.data) == frame.step * frame.height
+            assert frame.header.frame_id == view
+            before[view] = pixels(frame)
+
+        # A position target (and a closed gripper): the joints move toward it within the limits.
+        target = np.array(HOME) + np.array([0.6, 0.4, 0.0, 0.5, 0.0, -0.3, 0.0])
+        first = len(watch.states_since(0))
+        sent = time.monotonic()
+
+        def reached() -> bool:
+            watch.commands.publish(Float64MultiArray(data=[*target.tolist(), 0.0]))  # again until it lands
+            latest = watch.latest()
+            return latest is not None and np.allclose(latest[2][:7], target, atol=1e-3) and latest[2][7] < 1e-3
+
+        assert wait_for(reached, 5.0, poll_s=0.05), f"arm did not reach the target: {watch.latest()[2]}"
+        took = time.monotonic() - sent
+        # No faster than the Franka's speed limits: 0.6 rad at 2.175 rad/s takes 0.28 s (gripper 0.4 s).
+        assert took >= 0.6 / FRANKA_DQ_MAX[0] * 0.9, f"reached the target in {took:.3f}s"
+        states = watch.states_since(first)
+        assert len(states) >= 10
+        dq_max = np.array(FRANKA_DQ_MAX)
+        for (_, _, q0), (_, _, q1) in zip(states, states[1:]):
+            # Each published step is at most one integration step (dt capped at 50 ms) at full speed.
+            assert np.all(np.abs(q1[:7] - q0[:7]) <= dq_max * 0.05 + 1e-9), (q1 - q0)
+        window = [states[0]]
+        for state in states[1:]:
+            if state[0] - window[-1][0] >= 0.1:
+                window.append(state)
+        speeds = [np.abs(b[2][:7] - a[2][:7]) / (b[0] - a[0]) for a, b in zip(window, window[1:])]
+        assert speeds and all(np.all(s <= dq_max * SPEED_SLACK) for s in speeds), max(s.max() for s in speeds)
+        assert max(s[0] for s in speeds) > 0.5 * dq_max[0], "joint 1 never moved at speed"
+
+        # The scene shows the arm where it is now: every view differs from before the move.
+        moved_at = time.monotonic()
+        for view in VIEWS:
+            after = pixels(watch.frame_after(view, moved_at))
+            changed = np.any(after != before[view], axis=2).mean()
+            assert changed > 0.01, f"{view}: only {changed:.2%} of the pixels changed after the arm moved"
+        assert sim.running
