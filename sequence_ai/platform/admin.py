@@ -15,10 +15,12 @@ the platform saw. Loopback peers only, and only with the `X-Admin-Token` printed
 from __future__ import annotations
 
 import hmac
+import json
+import re
 from typing import Annotated, Any, Dict, Literal, Optional
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .faults import REQUEST_FAULTS
 from .state import PlatformState
@@ -52,6 +54,30 @@ class FaultSpec(BaseModel):
     ttl_s: Optional[Annotated[float, Field(ge=0.0)]] = None
     # restart_worker
     same_port: Optional[bool] = None
+
+
+def parse_fault_flag(text: str) -> FaultSpec:
+    """`KIND[:key=value,...]` (the CLI's --fault) as the FaultSpec the admin API would take from
+    `{"kind": KIND, key: value, ...}`; values are read as JSON when they parse, else as strings.
+    `status_NNN` is short for `status:code=NNN`. Raises ValueError naming what is wrong."""
+    kind, _, rest = text.strip().partition(":")
+    fields: Dict[str, Any] = {"kind": kind}
+    shorthand = re.fullmatch(r"status_(\d{3})", kind)
+    if shorthand:
+        fields.update(kind="status", code=int(shorthand.group(1)))
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"{item!r} in {text!r} is not key=value")
+        try:
+            fields[key.strip()] = json.loads(value)
+        except ValueError:
+            fields[key.strip()] = value.strip()
+    try:
+        return FaultSpec.model_validate(fields)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'kind'}: {e['msg']}" for e in err.errors())
+        raise ValueError(f"{text!r}: {problems}") from None
 
 
 def _admin_guard(state: PlatformState) -> Any:

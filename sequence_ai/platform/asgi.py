@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Awaitable, Callable, Dict
+from typing import Any, Awaitable, Callable, Dict, Tuple
 
 from starlette.responses import Response
 
@@ -139,17 +139,21 @@ def quiet_dropped_responses() -> None:
 
 
 class BearerCheck:
-    """401 `{"detail": ...}` unless `accepts(Authorization header)`; paths in `public` are open.
-    Checked before the body is parsed, so a caller without credentials learns nothing else."""
+    """401 `{"detail": ...}` unless `accepts(Authorization header)`; paths in `public`, and paths
+    under `public_prefixes` (which guard themselves, like /admin), are open. Checked before the
+    body is parsed, so a caller without credentials learns nothing else."""
 
-    def __init__(self, app: ASGIApp, accepts: Callable[[str | None], bool], public: frozenset, detail: str):
+    def __init__(self, app: ASGIApp, accepts: Callable[[str | None], bool], public: frozenset, detail: str,
+                 public_prefixes: Tuple[str, ...] = ()):
         self.app = app
         self.accepts = accepts
         self.public = public
         self.detail = detail
+        self.public_prefixes = public_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public or scope["path"].startswith("/admin"):
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in self.public or (self.public_prefixes and path.startswith(self.public_prefixes)):
             await self.app(scope, receive, send)
             return
         header = dict(scope.get("headers") or []).get(b"authorization")

@@ -17,6 +17,7 @@ import sys
 from typing import List, Optional
 
 from . import policies
+from .admin import FaultSpec, apply_fault, parse_fault_flag
 from .keystore import KeyStore
 from .plugin import load_policy
 from .state import DEFAULT_LEASE_TTL_S, PlatformState
@@ -43,7 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"lease ttl_s handed out by connect (default {DEFAULT_LEASE_TTL_S:g})")
     faults.add_argument("--busy-fraction", type=float, metavar="F", help="answer 429 to this fraction of /act")
     faults.add_argument("--fault-seed", type=int, default=0, help="seed for fractional faults")
+    faults.add_argument("--fault", action="append", default=[], type=_fault_flag, metavar="KIND[:KEY=VALUE,...]",
+                        help="arm any fault the admin API takes, with its parameters, e.g. status_500:count=1 "
+                             "or latency:ms=300,route=connect (repeatable; applied in order before the "
+                             "coordinates are printed)")
     return p
+
+
+def _fault_flag(text: str) -> FaultSpec:
+    try:
+        return parse_fault_flag(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -55,6 +67,17 @@ async def _run(args: argparse.Namespace, state: PlatformState) -> int:
 
     servers = LocalServers(state, args.host, args.gateway_port, args.worker_port, args.log_level)
     await servers.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before the coordinates: whoever reads them may signal at once
+        loop.add_signal_handler(sig, stop.set)
+    for spec in args.fault:
+        try:
+            await apply_fault(state, spec)  # the admin API's own code: the two never disagree
+        except ValueError as err:
+            print(f"error: --fault {spec.kind}: {err}", file=sys.stderr)
+            await servers.stop()
+            return 2
     coords = {"base_url": servers.base_url, "api_key": state.keystore.primary, "admin_token": state.admin_token,
               "worker_url": state.worker.url if state.worker else None, "pid": os.getpid()}
     if args.json:
@@ -67,10 +90,6 @@ async def _run(args: argparse.Namespace, state: PlatformState) -> int:
               f"  admin token  {coords['admin_token']}  (X-Admin-Token, loopback only)\n"
               f"  OpenAPI      {coords['base_url']}/openapi.json\n"
               "Ctrl-C to stop.", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await servers.stop()
     return 0

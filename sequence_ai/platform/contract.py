@@ -10,16 +10,20 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 from typing import Annotated, Any, Dict, List, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import catalogue
-from .frames import image_size
+from .frames import holds_declared_pixels, image_size
 from .observation import LazyImages, PolicyInput
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 MAX_IMAGES = 32
+# A URI scheme (https:, file:, data:, s3:...). No base64 string contains a colon, so this never
+# mistakes image bytes for a URL.
+_URL = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class ContractError(Exception):
@@ -66,16 +70,29 @@ class EpisodeEndRequest(BaseModel):
     episode_id: Optional[Annotated[str, Field(max_length=128)]] = None
 
 
+def _where(index: int, frame: ImageIn) -> str:
+    return f"observation.images[{index}] (view {frame.view!r})"
+
+
+def _refuse_url(index: int, frame: ImageIn) -> None:
+    """Any view, declared or not: a URL is refused, never fetched (WIRE §5.1)."""
+    if _URL.match(frame.data[:64]):
+        raise ContractError(400, f"{_where(index, frame)}: data is a URL, and URLs are never fetched; "
+                                 "send standard base64 of the JPEG or PNG bytes")
+
+
 def _decode_frame(index: int, frame: ImageIn) -> Tuple[bytes, Tuple[int, int]]:
-    where = f"observation.images[{index}] (view {frame.view!r})"
+    where = _where(index, frame)
     try:
         raw = base64.b64decode(frame.data, validate=True)
     except (binascii.Error, ValueError):
-        hint = " (URLs are never fetched)" if "://" in frame.data[:16] or frame.data.startswith("data:") else ""
-        raise ContractError(400, f"{where}: data is not standard base64 of a JPEG or PNG image{hint}") from None
+        raise ContractError(400, f"{where}: data is not standard base64 of a JPEG or PNG image") from None
     size = image_size(raw)
     if size is None:
         raise ContractError(400, f"{where}: data does not decode to a complete JPEG or PNG image")
+    if not holds_declared_pixels(raw, size):
+        raise ContractError(400, f"{where}: declares {size[0]}x{size[1]} pixels, more than its {len(raw)} bytes "
+                                 "can hold")
     return raw, size
 
 
@@ -96,20 +113,22 @@ def check_observation(request: ActRequest, row: Dict[str, Any]) -> Tuple[PolicyI
     if undeclared:
         warnings.append(f"view(s) not declared by the model were ignored: {', '.join(undeclared)}")
 
+    for i, frame in enumerate(obs.images):
+        _refuse_url(i, frame)
     context = int(row.get("context_frames") or 1)
     encoded: Dict[str, bytes] = {}
     frames_used = 0
     for view in declared or list(per_view):
-        # The model reads the last `context_frames` frames of a view; the rest are ignored.
-        used = per_view[view][-context:]
-        frames_used += len(used)
-        for i in used:
+        # Every frame of a declared view must be what encode() makes, older context frames too;
+        # the model reads only the last `context_frames` of them.
+        for i in per_view[view]:
             raw, size = _decode_frame(i, obs.images[i])
             if not catalogue.frame_size_ok(row, size):
-                raise ContractError(400, f"observation.images[{i}] (view {obs.images[i].view!r}) is "
-                                         f"{size[0]}x{size[1]}; this model needs {catalogue.expected_frame_rule(row)} "
-                                         f"(its client_resize {row.get('client_resize')}); use encode(frame, model)")
+                raise ContractError(400, f"{_where(i, obs.images[i])} is {size[0]}x{size[1]}; this model needs "
+                                         f"{catalogue.expected_frame_rule(row)} (its client_resize "
+                                         f"{row.get('client_resize')}); use encode(frame, model)")
             encoded[view] = raw
+        frames_used += len(per_view[view][-context:])
 
     layout = row.get("state_layout") or {}
     joints = _fit("joint_positions", list(obs.proprioception.joint_positions), layout.get("joint_positions"), warnings)
@@ -130,7 +149,8 @@ def check_observation(request: ActRequest, row: Dict[str, Any]) -> Tuple[PolicyI
 
 
 def _fit(name: str, values: List[float], width: Optional[int], warnings: List[str]) -> List[float]:
-    """Pad short vectors with zeros and truncate long ones, saying so (WIRE §8.1)."""
+    """Pad short vectors with zeros and truncate long ones, saying so (WIRE §8.1, and the padding
+    warning of §5.1; §5.2's "wrong proprio length" 400 disagrees, see docs/PLATFORM.md)."""
     if width is None or len(values) == width:
         return values
     if len(values) < width:

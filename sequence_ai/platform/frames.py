@@ -2,13 +2,20 @@
 
 The size check on every /act runs on each view, so it reads the JPEG SOF segment or the PNG IHDR
 chunk (tens of bytes) instead of decoding the image: that keeps the worker's hot path in
-microseconds. Pixels are decoded only when a plug-in policy asks for them.
+microseconds. Pixels are decoded only when a plug-in policy asks for them; since nothing decodes
+them up front, `holds_declared_pixels` is what stops a tiny file from declaring a huge image.
 """
 
 from __future__ import annotations
 
 import struct
 from typing import Optional, Tuple
+
+# The most pixels one compressed byte can stand for. Deflate never beats 1032:1 and a PNG pixel
+# is at least 1 bit, so a PNG's IDAT bytes hold at most 8 * 1032 pixels each; a Huffman-coded JPEG
+# spends at least one bit per MCU (at most 32x32 pixels), 8192 pixels a byte. A header that
+# declares more is a lie, and believing it is how a 45-byte request asks for gigabytes.
+MAX_PIXELS_PER_BYTE = 8 * 1032
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Start-of-frame markers that carry the dimensions (all SOFn except DHT C4, JPG C8, DAC CC).
@@ -22,6 +29,24 @@ def image_size(data: bytes) -> Optional[Tuple[int, int]]:
     if data.startswith(b"\xff\xd8"):
         return _jpeg_size(data)
     return None
+
+
+def payload_bytes(data: bytes) -> int:
+    """The compressed bytes that carry the pixels: a PNG's IDAT chunks, all of a JPEG."""
+    if not data.startswith(_PNG_MAGIC):
+        return len(data)
+    total, i = 0, len(_PNG_MAGIC)
+    while i + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[i : i + 4])
+        if data[i + 4 : i + 8] == b"IDAT":
+            total += min(length, len(data) - i - 8)
+        i += 12 + length
+    return total
+
+
+def holds_declared_pixels(data: bytes, size: Tuple[int, int]) -> bool:
+    """Could these bytes hold an image of `size` (from its header)? False means the header lies."""
+    return size[0] * size[1] <= payload_bytes(data) * MAX_PIXELS_PER_BYTE
 
 
 def image_format(data: bytes) -> Optional[str]:

@@ -129,8 +129,10 @@ def build_gateway_app(state: PlatformState) -> Any:
 
     oneshots.add_routes(app, state)
     app.include_router(build_admin_router(state))
+    # /admin has its own guard (loopback peer and X-Admin-Token), not the account key.
     guarded = BearerCheck(app, state.keystore.accepts, PUBLIC_PATHS,
-                          "missing or unknown API key: send Authorization: Bearer <key> (SEQUENCES_API_KEY)")
+                          "missing or unknown API key: send Authorization: Bearer <key> (SEQUENCES_API_KEY)",
+                          public_prefixes=("/admin/",))
     return RouteStats(BodyLimit(guarded, GATEWAY_BODY_LIMIT), "gateway", state.count)
 
 

@@ -19,10 +19,11 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from . import catalogue
-from .frames import image_size
+from .frames import holds_declared_pixels, image_size
 from .state import PlatformState
 
 EMBEDDING_DIM = 64
@@ -100,25 +101,45 @@ class PerceiveRequest(BaseModel):
 
 _TASK_OF = {"det": "detect", "emb": "embed", "depth": "depth"}
 MAX_DEPTH_PIXELS = 4096 * 4096
+# Depth answers 2 bytes per input pixel (~2.7 after base64), so the whole request is bounded, not
+# only each image: 64 images of 640x640, the most the client's encode() produces.
+MAX_DEPTH_PIXELS_PER_REQUEST = 64 * 640 * 640
 
 
 class _Refusal(Exception):
-    def __init__(self, detail: str):
+    def __init__(self, detail: str, status: int = 400):
         super().__init__(detail)
         self.detail = detail
+        self.status = status
 
 
 def _sizes(images: List[str]) -> List[tuple]:
     sizes = []
     for i, data in enumerate(images):
         try:
-            size = image_size(base64.b64decode(data, validate=True))
+            raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
-            size = None
+            raw = b""
+        size = image_size(raw)
         if size is None:
             raise _Refusal(f"images[{i}] is not standard base64 of a complete JPEG or PNG image (URLs are never fetched)")
+        if not holds_declared_pixels(raw, size):
+            raise _Refusal(f"images[{i}] declares {size[0]}x{size[1]} pixels, more than its {len(raw)} bytes "
+                           "can hold; send the real image")
         sizes.append(size)
     return sizes
+
+
+def _check_depth_budget(sizes: List[tuple]) -> None:
+    """Refuse before computing anything: the answer is as big as the images' pixel count."""
+    for i, (w, h) in enumerate(sizes):
+        if w * h > MAX_DEPTH_PIXELS:
+            raise _Refusal(f"images[{i}] is {w}x{h}; depth takes at most {MAX_DEPTH_PIXELS} pixels per image", 413)
+    total = sum(w * h for w, h in sizes)
+    if total > MAX_DEPTH_PIXELS_PER_REQUEST:
+        raise _Refusal(f"these {len(sizes)} images have {total} pixels; depth takes at most "
+                       f"{MAX_DEPTH_PIXELS_PER_REQUEST} pixels per request (64 images of 640x640): "
+                       "send fewer or smaller images", 413)
 
 
 def _embedding(*parts: Any) -> List[float]:
@@ -157,12 +178,11 @@ def perceive(body: PerceiveRequest) -> Dict[str, Any]:
                 entry["scores"].append(score)
             detections.append(entry)
         return {"detections": detections}
+    _check_depth_budget(sizes)
     import numpy as np  # only depth needs arrays
 
     buffers, shapes = [], []
     for w, h in sizes:
-        if w * h > MAX_DEPTH_PIXELS:
-            raise _Refusal(f"an image of {w}x{h} is larger than this stand-in's depth limit")
         # Relative inverse depth, larger = nearer: the floor at the bottom of the frame is nearest.
         rows = np.linspace(0.1, 1.0, h, dtype=np.float32)[:, None]
         cols = 1.0 - 0.1 * np.abs(np.linspace(-1.0, 1.0, w, dtype=np.float32))[None, :]
@@ -219,9 +239,10 @@ def add_routes(app: FastAPI, state: PlatformState) -> None:
         if task != body.task:
             return JSONResponse({"detail": f"model {row['id']!r} does {task}, not {body.task}"}, status_code=400)
         try:
-            result = perceive(body)
+            # Depth takes up to a second at the request budget: off the loop, so the gateway answers meanwhile.
+            result = await run_in_threadpool(perceive, body)
         except _Refusal as err:
-            return JSONResponse({"detail": err.detail}, status_code=400)
+            return JSONResponse({"detail": err.detail}, status_code=err.status)
         n = len(body.images or []) + len(body.text or [])
         return JSONResponse({"id": "per_" + hashlib.sha256(str(n).encode() + body.task.encode()).hexdigest()[:8],
                              "model": row["id"], **result, "usage": {"images": len(body.images or []), "inputs": n},

@@ -1,7 +1,9 @@
 """The worker: HTTPS on loopback, one bearer secret, the model contract, a policy.
 
-Routes (WIRE §5): POST /act, POST /act/episode_end, GET /ping. Every answer to /act echoes
-X-Seq-Request-Id; every /act is noted in the request log the admin API shows.
+Routes (WIRE §5): POST /act, POST /act/episode_end, GET /ping. Every route, /ping and
+/openapi.json included, needs `Bearer <direct_secret>` (WIRE Appendix B; /ping's 401 is how a
+rotated secret shows, §5.4). Every answer to /act echoes X-Seq-Request-Id; every /act is noted in
+the request log the admin API shows.
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def build_worker_app(state: PlatformState) -> Any:
 
     # Outermost first: stats (and the handler clock), the request log, then the body limit, so a
     # 413 is counted and logged like any other answer.
-    guarded = BearerCheck(app, lambda header: _secret_accepted(state, header), frozenset({"/openapi.json"}),
+    guarded = BearerCheck(app, lambda header: _secret_accepted(state, header), frozenset(),
                           "direct secret missing or no longer valid; reconnect through the gateway")
     return RouteStats(ActLog(BodyLimit(guarded, WORKER_BODY_LIMIT), state), "worker", state.count)
 

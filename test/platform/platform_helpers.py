@@ -6,6 +6,8 @@ import base64
 import hashlib
 import io
 import ssl
+import struct
+import zlib
 from typing import Any, Dict, List, Optional
 
 import httpx
@@ -23,6 +25,22 @@ def jpeg_b64(width: int, height: int, color: tuple = (40, 90, 140)) -> str:
 def png_b64(width: int, height: int) -> str:
     buf = io.BytesIO()
     Image.new("RGB", (width, height), (200, 10, 10)).save(buf, "PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def lying_png_b64(width: int, height: int) -> str:
+    """A 45-byte PNG whose header declares width x height and which holds no pixels at all."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b"")).decode()
+
+
+def flat_png_b64(width: int, height: int) -> str:
+    """A real 1-bit PNG of one colour: a few KB even at 4096x4096 (deflate's best case)."""
+    buf = io.BytesIO()
+    Image.new("1", (width, height)).save(buf, "PNG", optimize=True)
     return base64.b64encode(buf.getvalue()).decode()
 
 

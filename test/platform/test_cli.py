@@ -10,7 +10,8 @@ import sys
 import time
 
 import httpx
-from platform_helpers import connect
+import pytest
+from platform_helpers import act_body, connect, worker
 
 from sequence_ai.platform.spawn import LocalPlatform
 
@@ -73,6 +74,48 @@ def test_fault_flags_at_start():
         assert r.status_code == 503 and r.json()["code"] == "warming"
         p.clear_faults("warming")
         assert connect(p)["lease"]["ttl_s"] == 3.0
+
+
+def _console_script() -> list:
+    """`sequence-ai` as installed next to this interpreter, else its entry point (setup.cfg:
+    sequence-ai = sequence_ai.cli:main) run the same way the generated script runs it."""
+    script = os.path.join(os.path.dirname(sys.executable), "sequence-ai")
+    return [script] if os.path.exists(script) else [sys.executable, "-m", "sequence_ai.cli"]
+
+
+def test_sequence_ai_serve_answers_and_stops_cleanly_on_ctrl_c():
+    proc = subprocess.Popen([*_console_script(), "serve", "--gateway-port", "0", "--worker-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=ROOT, text=True)
+    try:
+        printed = dict(line.strip().removeprefix("export ").split("=", 1)
+                       for line in (proc.stdout.readline() for _ in range(3)) if "export " in line)
+        base_url, key = printed["SEQUENCES_BASE_URL"], printed["SEQUENCES_API_KEY"]
+        assert httpx.get(base_url + "/v1/health", timeout=5).json()["ok"] is True
+        assert httpx.get(base_url + "/v1/account", headers={"Authorization": f"Bearer {key}"}, timeout=5).status_code == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(5) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_fault_flag_arms_any_admin_fault_at_start():
+    with LocalPlatform("--fault", "status_500:count=1", "--fault", "lease_ttl:ttl_s=7") as p:
+        answer = connect(p)
+        assert answer["lease"]["ttl_s"] == 7.0
+        with worker(answer) as w:
+            statuses = [w.post("/act", json=act_body()).status_code for _ in range(3)]
+        assert statuses == [500, 200, 200]
+        assert p.admin("GET", "faults").json()["faults"] == []
+
+
+@pytest.mark.parametrize(("flag", "words"), [("nope", "'nope'"), ("latency:ms", "not key=value"),
+                                             ("busy:colour=red", "colour"), ("warming:count=1", "happens at once")])
+def test_a_fault_flag_the_admin_api_would_refuse_stops_the_start(flag, words):
+    proc = _start("--fault", flag)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2 and words in err, err
 
 
 def test_the_client_package_never_imports_the_platform():

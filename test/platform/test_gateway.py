@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import math
+import time
 
 import numpy as np
 import pytest
-from platform_helpers import connect, frame, gateway, png_b64
+from platform_helpers import connect, flat_png_b64, frame, gateway, lying_png_b64, png_b64
 
 SECTION_4_2_FIELDS = {"id", "endpoint", "architecture", "robot", "action_dim", "state_dim", "state_layout",
                       "action_horizon", "control_hz", "camera_views", "context_frames", "training_frame_size",
@@ -192,6 +193,34 @@ def test_depth_is_a_float16_buffer_of_the_image_shape_nearer_at_the_bottom(platf
     assert body["depth_dtype"] == "float16" and body["depth_shape"] == [[64, 96]]
     depth = np.frombuffer(base64.b64decode(body["depth"][0]), dtype=np.float16).reshape(64, 96)
     assert depth[-1].mean() > depth[0].mean()
+
+
+@pytest.mark.parametrize(("model", "task", "extra"), [
+    ("depth-anything-v2-small", "depth", {}),
+    ("grounding-dino-base", "detect", {"labels": ["cup"]}),
+    ("siglip-so400m", "embed", {}),
+])
+def test_tiny_images_declaring_huge_sizes_are_refused_at_once(platform, model, task, extra):
+    body = {"model": model, "task": task, "images": [lying_png_b64(4096, 4096)] * 64, **extra}
+    with gateway(platform) as g:
+        t0 = time.monotonic()
+        r = g.post("/v1/perceive", json=body)
+        elapsed = time.monotonic() - t0
+    assert r.status_code == 400 and elapsed < 2.0, (r.status_code, elapsed)
+    assert "4096x4096" in r.json()["detail"] and "45 bytes" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(("images", "limit"), [
+    ([flat_png_b64(4096, 4096)] * 64, "26214400 pixels per request"),  # each one alone would be allowed
+    ([flat_png_b64(5000, 5000)], "16777216 pixels per image"),
+])
+def test_depth_is_bounded_per_request_before_any_work(platform, images, limit):
+    with gateway(platform) as g:
+        t0 = time.monotonic()
+        r = g.post("/v1/perceive", json={"model": "depth-anything-v2-small", "task": "depth", "images": images})
+        elapsed = time.monotonic() - t0
+    assert r.status_code == 413 and elapsed < 2.0, (r.status_code, elapsed)
+    assert limit in r.json()["detail"]
 
 
 @pytest.mark.parametrize(("body", "status", "words"), [

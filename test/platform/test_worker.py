@@ -6,7 +6,7 @@ import base64
 import math
 
 import pytest
-from platform_helpers import JOINTS, act_body, connect, frame, png_b64, served_fingerprint, worker
+from platform_helpers import JOINTS, act_body, connect, frame, lying_png_b64, png_b64, served_fingerprint, worker
 
 
 @pytest.fixture
@@ -88,6 +88,16 @@ def test_act_without_the_direct_secret_is_401_and_still_echoes_the_rid(platform,
     assert ping.status_code == 401
 
 
+@pytest.mark.parametrize("path", ["/openapi.json", "/ping", "/act/episode_end", "/admin/faults", "/no-such-route"])
+def test_every_worker_path_needs_the_direct_secret(platform, path):
+    answer = connect(platform)
+    with worker(answer) as w:
+        assert w.get("/openapi.json").status_code == 200
+        del w.headers["Authorization"]
+        r = w.get(path)
+    assert r.status_code == 401 and "direct secret" in r.json()["detail"]
+
+
 def test_ping_and_episode_end(pi05):
     assert pi05.get("/ping").json()["ok"] is True
     pi05.post("/act", json=act_body(episode_id="ep-end"))
@@ -108,9 +118,39 @@ def test_an_undeclared_view_is_received_but_not_used(pi05):
     assert "exterior_2" in r.json()["warnings"][0]
 
 
+@pytest.mark.parametrize("view", ["exterior_1", "exterior_2"])  # declared, undeclared
+@pytest.mark.parametrize("url", ["https://example.com/cam.jpg", "file:///etc/passwd"])
+def test_a_url_is_refused_in_any_view_and_never_fetched(pi05, view, url):
+    body = act_body()
+    body["observation"]["images"].append({"view": view, "data": url, "timestamp_ms": None})
+    r = pi05.post("/act", json=body)
+    assert r.status_code == 400
+    assert "never fetched" in r.json()["detail"] and repr(view) in r.json()["detail"]
+
+
 def test_extra_context_frames_of_a_view_are_not_used(pi05):
     r = pi05.post("/act", json=act_body(views=["exterior_1", "exterior_1", "wrist_left"]))
+    assert r.status_code == 200
     assert r.json()["usage"] == {**r.json()["usage"], "frames_received": 3, "frames_used": 2}
+
+
+def test_an_older_context_frame_at_the_wrong_size_is_400(pi05):
+    body = act_body()
+    older = {"view": "exterior_1", "data": frame(320, 180), "timestamp_ms": None}
+    body["observation"]["images"].insert(0, older)
+    r = pi05.post("/act", json=body)
+    assert r.status_code == 400
+    detail = r.json()["detail"]
+    assert "images[0]" in detail and "exterior_1" in detail and "320x180" in detail and "224x224" in detail
+
+
+def test_a_frame_declaring_more_pixels_than_its_bytes_hold_is_400(platform):
+    answer = connect(platform, "groot-n1-7-3b-droid")  # shortest_edge 256: the long edge is unbounded
+    body = act_body("groot-n1-7-3b-droid", size=(455, 256))
+    body["observation"]["images"][0]["data"] = lying_png_b64(65535, 256)
+    with worker(answer) as w:
+        r = w.post("/act", json=body)
+    assert r.status_code == 400 and "65535x256" in r.json()["detail"] and "45 bytes" in r.json()["detail"]
 
 
 @pytest.mark.parametrize("size", [(224, 126), (320, 180), (225, 224)])
