@@ -335,34 +335,32 @@ def _parse_head(head: bytes) -> Tuple[int, str, _Headers]:
     return int(parts[1]), parts[0], headers
 
 
+def _take_line(connection: _Connection, buffer: bytearray, where: str) -> bytes:
+    """The next CRLF-terminated line off `buffer` (reading more as needed), without the CRLF."""
+    end = buffer.find(b"\r\n")
+    while end < 0:
+        data = _recv(connection)
+        if not data:
+            raise httpx.RemoteProtocolError(f"the worker disconnected {where}")
+        buffer += data
+        end = buffer.find(b"\r\n")
+    line = bytes(buffer[:end])
+    del buffer[:end + 2]
+    return line
+
+
 def _read_chunked(connection: _Connection, buffer: bytearray) -> bytes:
     body = bytearray()
     while True:
-        end = buffer.find(b"\r\n")
-        while end < 0:
-            data = _recv(connection)
-            if not data:
-                raise httpx.RemoteProtocolError("the worker disconnected in the middle of a chunked answer")
-            buffer += data
-            end = buffer.find(b"\r\n")
-        size_text = bytes(buffer[:end]).split(b";", 1)[0].strip().decode("latin-1")
+        size_text = _take_line(connection, buffer, "in the middle of a chunked answer")
+        size_text = size_text.split(b";", 1)[0].strip().decode("latin-1")
         if not _HEX.fullmatch(size_text) or len(size_text) > 16:
             raise httpx.RemoteProtocolError("the worker sent a malformed chunk size")
         size = int(size_text, 16)
-        del buffer[:end + 2]
         if size == 0:
-            while True:  # trailers, up to the blank line
-                end = buffer.find(b"\r\n")
-                while end < 0:
-                    data = _recv(connection)
-                    if not data:
-                        raise httpx.RemoteProtocolError("the worker disconnected in a chunked answer's trailer")
-                    buffer += data
-                    end = buffer.find(b"\r\n")
-                line = bytes(buffer[:end])
-                del buffer[:end + 2]
-                if not line:
-                    return bytes(body)
+            while _take_line(connection, buffer, "in a chunked answer's trailer"):
+                pass  # trailers, up to the blank line
+            return bytes(body)
         if len(body) + size > MAX_BODY_BYTES:
             raise httpx.RemoteProtocolError("the worker's answer is too large")
         while len(buffer) < size + 2:

@@ -122,7 +122,7 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(ros, policy_node,
     response = Planner.result(handle)
     assert response.status == 5
     assert response.result.status == Act.Result.STATUS_CANCELED
-    assert response.result.outcome.reason == "canceled"
+    assert response.result.outcome.reason == "canceled" and response.result.outcome.held
     time.sleep(0.5)
     after = [t for t, _ in arm.command_log() if t >= called]
     assert after and after[-1] - called <= STOP_BOUND_S
