@@ -61,6 +61,14 @@ def test_latency_delays_each_act_and_is_reported_as_injected(platform):
     assert 270 <= r.json()["perf"]["injected_ms"] <= 330
 
 
+def test_latency_jitter_spreads_each_act_around_the_base(platform):
+    answer = connect(platform)
+    platform.fault("latency", ms=200, jitter=0.5)
+    injected = [_act(answer).json()["perf"]["injected_ms"] for _ in range(8)]
+    assert all(100 <= ms <= 300 for ms in injected), injected
+    assert max(injected) - min(injected) >= 40, injected  # not one fixed delay
+
+
 def test_busy_answers_429_for_the_next_n_then_serves(platform):
     answer = connect(platform)
     platform.fault("busy", count=2)

@@ -160,8 +160,11 @@ def _drive_client(platform, fault: Fault, level: str) -> Observed:
             seen.reason = out.reason if out is not None else "completed"
     except SequencesError as error:
         seen.error = error
-        last = policy.last_outcome if level != "next_action" else None
-        seen.reason = last.reason if last is not None else f"raised:{type(error).__name__}"
+        if level == "next_action":  # no run, so no outcome: the exception is the answer
+            seen.reason = f"raised:{type(error).__name__}"
+        else:  # a run that raised still leaves its outcome
+            last = policy.last_outcome
+            seen.reason = last.reason if last is not None else "no outcome"
     seen.holds, seen.actions, seen.underruns = robot.holds, robot.actions, len(robot.underruns)
     return seen
 

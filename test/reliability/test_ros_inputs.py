@@ -150,6 +150,9 @@ def test_unusable_joint_states_end_the_goal_bad_input_and_nothing_is_published(n
     assert result.outcome.reason == "bad_input" and result.outcome.actions == 0
     assert named in result.message, result.message
     assert commands == [], "nothing may be published from joint states the node cannot trust"
+    assert planner.outcomes[-1].reason == "bad_input"
+    assert wait_for(lambda: "bad_input: " in process.output() and named in process.output(), 3.0), \
+        "the node did not log why"
 
 
 READABLE_JOINTS = {
