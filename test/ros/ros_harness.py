@@ -185,11 +185,16 @@ class Planner:
         assert sent.done.wait(timeout_s), "no result in time"
         return sent.response
 
-    def call(self, client, request, timeout_s: float = 5.0):
+    def call(self, client, request, timeout_s: float = 5.0, attempts: int = 1):
+        """One service call. `attempts` > 1 only for idempotent requests (parameter services):
+        a request sent right after a node starts can lose its answer while the two sides are
+        still discovering each other, and is then sent again."""
         assert client.wait_for_service(timeout_sec=10.0)
-        future = client.call_async(request)
-        assert wait_for(future.done, timeout_s), "service did not answer"
-        return future.result()
+        for _ in range(attempts):
+            future = client.call_async(request)
+            if wait_for(future.done, timeout_s):
+                return future.result()
+        raise AssertionError(f"service did not answer ({attempts} attempt(s) of {timeout_s:g} s)")
 
 
 class SentGoal:

@@ -225,10 +225,10 @@ def test_api_key_never_appears_in_logs_parameters_or_topics(ros, policy_node, pl
     Planner.result(planner.send("pick up the red cube", max_seconds=1.5))
     node_name = planner.act._action_name.rsplit("/", 1)[0]
     names = planner.call(ros.node.create_client(ListParameters, f"{node_name}/list_parameters"),
-                         ListParameters.Request()).result.names
+                         ListParameters.Request(), attempts=3).result.names
     assert names and not any("key" in n.lower() or "secret" in n.lower() for n in names)
     values = planner.call(ros.node.create_client(GetParameters, f"{node_name}/get_parameters"),
-                          GetParameters.Request(names=list(names))).values
+                          GetParameters.Request(names=list(names)), attempts=3).values
     assert len(values) == len(names)
     process.stop()
     secret = httpx.post(f"{platform.base_url}/v1/act/connect", json={"model": "pi05-droid", "session": "probe"},
@@ -247,10 +247,10 @@ def test_parameters_are_read_only_so_a_live_edit_is_refused_not_ignored(ros, pol
     node_name = planner.act._action_name.rsplit("/", 1)[0]
     tighter = Parameter(name="max_step_rad", value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=0.05))
     result = planner.call(ros.node.create_client(SetParameters, f"{node_name}/set_parameters"),
-                          SetParameters.Request(parameters=[tighter])).results[0]
+                          SetParameters.Request(parameters=[tighter]), attempts=3).results[0]
     assert not result.successful and "read-only" in result.reason
     value = planner.call(ros.node.create_client(GetParameters, f"{node_name}/get_parameters"),
-                         GetParameters.Request(names=["max_step_rad"])).values[0]
+                         GetParameters.Request(names=["max_step_rad"]), attempts=3).values[0]
     assert value.double_value == 0.2
 
 

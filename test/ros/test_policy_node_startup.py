@@ -72,9 +72,9 @@ def test_policy_yaml_loads_into_the_node_with_every_value_and_type(ros, platform
         getter = ros.node.create_client(GetParameters, f"{node}/get_parameters")
         assert wait_for(lambda: lister.service_is_ready() or not process.running, 30.0)
         assert process.running, "the node refused policy.yaml:\n" + process.output()[-2000:]
-        declared = set(planner.call(lister, ListParameters.Request(depth=0)).result.names)
+        declared = set(planner.call(lister, ListParameters.Request(depth=0), attempts=3).result.names)
         names = sorted(documented)
-        values = planner.call(getter, GetParameters.Request(names=names)).values
+        values = planner.call(getter, GetParameters.Request(names=names), attempts=3).values
     assert set(documented) <= declared, f"in policy.yaml but not declared: {set(documented) - declared}"
     assert declared - ROS_OWN == set(documented), f"declared but not in policy.yaml: {declared - ROS_OWN - set(documented)}"
     got = {name: _python_value(value) for name, value in zip(names, values)}
