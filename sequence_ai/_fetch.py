@@ -37,13 +37,11 @@ class _Runner:
     def run(cls, job: Callable[[], None], name: str) -> None:
         with _pool_lock:
             runner = _idle.pop() if _idle else None
-        fresh = runner is None
         if runner is None:
             runner = cls()
+            runner._thread.start()  # it waits on _go for the job set below
         runner._job = job
         runner._thread.name = name
-        if fresh:
-            runner._thread.start()
         runner._go.release()
 
     def _loop(self) -> None:

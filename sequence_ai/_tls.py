@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import CertPinError
-from ._worker_http import PinnedClient
+
+if TYPE_CHECKING:
+    from ._worker_http import PinnedClient
 
 __all__ = ["certificate_fingerprint", "normalise_fingerprint", "pinned_client"]
 
@@ -39,6 +41,8 @@ def certificate_fingerprint(der: bytes) -> str:
 def pinned_client(base_url: str, fingerprint: str, *, headers: dict, timeout: Any) -> PinnedClient:
     """A client whose every connection is TLS pinned to `fingerprint` (the pin is validated
     first, before any socket is opened). Never follows proxies from the environment."""
+    from ._worker_http import PinnedClient  # it checks pins with certificate_fingerprint above
+
     pin = normalise_fingerprint(fingerprint)
     if not str(base_url).lower().startswith("https://"):
         raise CertPinError("the worker URL is not https://; refusing to connect unpinned")

@@ -214,7 +214,7 @@ class WorkerConnection:
                     self._forget(link)  # fail closed now; the next request asks the gateway afresh
                     raise
                 fresh = self._reconnect_or_wait(link, failures, cancelled, trace)
-                repinned, link = fresh is not link, fresh
+                repinned, link = repinned or fresh is not link, fresh
                 continue
             except RuntimeError:
                 # A client that another thread closed when it replaced the link refuses requests:

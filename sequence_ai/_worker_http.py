@@ -15,7 +15,6 @@ of a request is written; a mismatch raises CertPinError and the socket is closed
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import re
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ._errors import CertPinError
+from ._tls import certificate_fingerprint
 from ._version import __version__
 
 __all__ = ["PinnedClient", "WorkerResponse"]
@@ -130,6 +130,7 @@ class PinnedClient:
         base = {"Host": parts.netloc, "User-Agent": f"sequence-ai-python/{__version__}",
                 "Accept": "application/json", "Accept-Encoding": "identity"}
         base.update(headers or {})
+        _check_headers(base)  # once: head() checks only what each request adds
         self._headers = base
         self._idle: List[_Connection] = []
         self._lock = threading.Lock()
@@ -142,16 +143,13 @@ class PinnedClient:
         the secret) for a header that is not one line of visible ASCII."""
         merged = dict(self._headers)
         if headers:
+            _check_headers(headers)
             merged.update(headers)
         if body is not None:
             merged["Content-Length"] = str(len(body))
             if body:
                 merged["Content-Type"] = "application/json"
-        lines = [f"{method} {self._prefix}{path} HTTP/1.1"]
-        for name, value in merged.items():
-            if not _HEADER_NAME.fullmatch(name) or not _HEADER_VALUE.fullmatch(value):
-                raise ValueError(f"header {name!r} is not a single line of visible ASCII")
-            lines.append(f"{name}: {value}")
+        lines = [f"{method} {self._prefix}{path} HTTP/1.1", *(f"{name}: {value}" for name, value in merged.items())]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
 
     def _take(self, timeout: Optional[float]) -> _Connection:
@@ -173,7 +171,6 @@ class PinnedClient:
         connection.close()
 
     def _connect(self, timeout: Optional[float]) -> _Connection:
-        context = self._context
         try:
             raw = socket.create_connection((self._host, self._port), timeout=timeout)
         except socket.timeout:
@@ -182,7 +179,7 @@ class PinnedClient:
             raise httpx.ConnectError(f"could not connect to the worker: {exc.strerror or exc}") from None
         try:
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock = context.wrap_socket(raw)
+            sock = self._context.wrap_socket(raw)
         except socket.timeout:
             raw.close()
             raise httpx.ConnectTimeout("timed out in the TLS handshake with the worker") from None
@@ -190,7 +187,7 @@ class PinnedClient:
             raw.close()
             raise httpx.ConnectError(f"TLS handshake with the worker failed: {exc}") from None
         der = sock.getpeercert(True)
-        if not der or not hmac.compare_digest(hashlib.sha256(der).hexdigest(), self._pin):
+        if not der or not hmac.compare_digest(certificate_fingerprint(der), self._pin):
             sock.close()
             raise CertPinError("worker certificate does not match the pinned fingerprint")
         return _Connection(sock)
@@ -243,6 +240,13 @@ class PinnedClient:
         else:
             connection.close()
         return response
+
+
+def _check_headers(headers: Mapping[str, str]) -> None:
+    for name, value in headers.items():
+        if not _HEADER_NAME.fullmatch(name) or not _HEADER_VALUE.fullmatch(value):
+            # never quote the value: it may be the secret
+            raise ValueError(f"header {name!r} is not a single line of visible ASCII")
 
 
 def _context() -> ssl.SSLContext:
