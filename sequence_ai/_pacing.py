@@ -16,10 +16,45 @@ try:
 except ImportError:  # pragma: no cover - Python < 3.8
     Protocol = object  # type: ignore[assignment,misc]
 
-__all__ = ["POLL_S", "MonotonicPacer", "Pacer"]
+__all__ = ["POLL_S", "InterruptFlag", "MonotonicPacer", "Pacer"]
 
 # Longest a pacer may sleep without looking at the interrupt flag.
 POLL_S = 0.02
+
+
+class InterruptFlag:
+    """The Policy's interrupt flag: threading.Event's set/clear/is_set/wait, on a raw lock that
+    is held while the flag is down. The control loop sleeps on it once per action, and there
+    `wait()` is one C call, where Event.wait runs a Condition's Python code — on this code path
+    that difference is measurable CPU per action (bench/bench_underruns.py)."""
+
+    def __init__(self) -> None:
+        self._up = False
+        self._gate = threading.Lock()
+        self._gate.acquire()
+        self._mutex = threading.Lock()
+
+    def set(self) -> None:
+        with self._mutex:
+            if not self._up:
+                self._up = True
+                self._gate.release()
+
+    def clear(self) -> None:
+        with self._mutex:
+            if self._up:
+                self._up = False
+                self._gate.acquire()  # at most a moment: a waiter holds it only to pass it on
+
+    def is_set(self) -> bool:
+        return self._up
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once the flag is up; False after `timeout` seconds without it."""
+        if self._gate.acquire(True, -1 if timeout is None else max(0.0, timeout)):
+            self._gate.release()
+            return True
+        return self._up
 
 
 class Pacer(Protocol):
@@ -34,8 +69,9 @@ class Pacer(Protocol):
 class MonotonicPacer:
     """Absolute schedule: action k is due at anchor + k·period. When the loop falls more than one
     period behind (a stall, a slow act()), the schedule re-anchors at now instead of bursting
-    actions to catch up. Never busy-waits: when `interrupted` is a threading.Event's `is_set` it
-    waits on the event (one wake-up per period), otherwise it sleeps in slices of at most POLL_S."""
+    actions to catch up. Never busy-waits: when `interrupted` is the `is_set` of a threading.Event
+    or of an InterruptFlag it blocks on that flag (one wake-up per period), otherwise it sleeps in
+    slices of at most POLL_S."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
@@ -55,8 +91,8 @@ class MonotonicPacer:
             self._next_due = now
         self._next_due += period_s
         event = getattr(interrupted, "__self__", None)
-        if isinstance(event, threading.Event) and self._clock is time.monotonic:
-            # interrupted is an Event's is_set: one wake-up per period, still immediate on interrupt
+        if isinstance(event, (threading.Event, InterruptFlag)) and self._clock is time.monotonic:
+            # a flag's is_set: one wake-up per period, still immediate on interrupt
             remaining = self._next_due - self._clock()
             if remaining > 0:
                 event.wait(remaining)

@@ -27,7 +27,7 @@ from ._instruction import InstructionLatch
 from ._latency import RefillLatency
 from ._loop import ControlLoop, RunSettings, stderr_status
 from ._outcome import RunOutcome, RunProgress
-from ._pacing import Pacer
+from ._pacing import InterruptFlag, Pacer
 from ._request import ObservationCheck, act_body, new_rid
 from ._telemetry import TelemetrySender, act_report
 from ._warming import Interrupted, WarmWait, interruptible_sleep
@@ -93,7 +93,7 @@ class Policy:
         self._inflight_blocking: Optional[InFlight] = None
         self._latency = RefillLatency()
         self._latch = InstructionLatch()
-        self._interrupt = threading.Event()
+        self._interrupt = InterruptFlag()
         self._guard = DriverGuard()
         self._lookahead = 1
         self._steps_per_chunk = 0

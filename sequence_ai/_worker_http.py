@@ -39,7 +39,7 @@ _HEX = re.compile(r"[0-9A-Fa-f]+")
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_IDLE = 4
-_RECV = 256 * 1024
+_RECV = 64 * 1024  # under malloc's mmap threshold: no map and unmap syscalls per read
 
 
 class WorkerResponse:

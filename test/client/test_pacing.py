@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from sequence_ai._pacing import POLL_S, MonotonicPacer, Pacer
+from sequence_ai._pacing import POLL_S, InterruptFlag, MonotonicPacer, Pacer
 
 
 class FakeClock:
@@ -88,3 +88,53 @@ def test_pacer_waiting_on_an_event_keeps_the_schedule():
     for _ in range(5):
         pacer.wait(0.02, event.is_set)
     assert 0.09 <= time.monotonic() - started < 0.2
+
+
+def test_interrupt_flag_sets_clears_and_waits_like_an_event():
+    flag = InterruptFlag()
+    assert not flag.is_set() and flag.wait(0) is False
+    started = time.monotonic()
+    assert flag.wait(0.05) is False
+    assert time.monotonic() - started >= 0.04
+    flag.set()
+    flag.set()  # idempotent
+    assert flag.is_set() and flag.wait(0) is True and flag.wait(5.0) is True
+    flag.clear()
+    flag.clear()
+    assert not flag.is_set() and flag.wait(0.01) is False
+
+
+def test_interrupt_flag_wakes_every_waiter_at_once():
+    flag = InterruptFlag()
+    woke = []
+    waiters = [threading.Thread(target=lambda: woke.append(flag.wait(5.0))) for _ in range(3)]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    flag.set()
+    for waiter in waiters:
+        waiter.join(2.0)
+    assert woke == [True, True, True]
+    assert time.monotonic() - started < 1.0
+
+
+class CountingFlag(InterruptFlag):
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = 0
+
+    def is_set(self) -> bool:
+        self.polls += 1
+        return super().is_set()
+
+
+def test_pacer_blocks_on_the_policy_interrupt_flag_instead_of_polling_it():
+    flag = CountingFlag()
+    pacer = MonotonicPacer()
+    pacer.wait(0.2, flag.is_set)  # a period of 10 poll intervals
+    assert flag.polls == 0
+    threading.Timer(0.05, flag.set).start()
+    started = time.monotonic()
+    pacer.wait(5.0, flag.is_set)
+    assert time.monotonic() - started < 0.05 + 0.5

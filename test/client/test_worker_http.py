@@ -163,6 +163,15 @@ def test_chunked_and_read_until_close_answers_are_framed_right(scripted):
     assert [number for number, _, _ in server.requests] == [1, 1, 1, 2]
 
 
+def test_an_answer_longer_than_one_read_arrives_whole(scripted):
+    big = json.dumps({"values": list(range(60000))}).encode()  # ~400 KB: many reads of the socket
+    server = scripted((answer(big), False), (answer(b'{"n":2}'), False))
+    with client_for(server) as client:
+        assert client.get("/big").content == big
+        assert client.get("/next").json() == {"n": 2}  # nothing of the long answer left behind
+    assert [number for number, _, _ in server.requests] == [1, 1]
+
+
 def test_an_interim_100_answer_is_skipped(scripted):
     server = scripted((b"HTTP/1.1 100 Continue\r\n\r\n" + answer(b'{"n":1}'), False))
     with client_for(server) as client:
