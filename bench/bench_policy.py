@@ -5,7 +5,8 @@
     BENCH_LATENCY_S   seconds each /act spends "in the model" (default 0)
     BENCH_JITTER      uniform jitter as a fraction (0.2 = ±20 %)
     BENCH_SEED        seed of the latency draws (default 0)
-    BENCH_POLICY_LOG  append one JSON line per call: time, instruction, latency_s, frame tag
+    BENCH_POLICY_LOG  append one JSON line per call: arrival time, instruction, latency_s (drawn),
+                      slept_s (measured around the sleep), frame tag
     BENCH_FRAME_TAG   "1": read the frame counter the ROS bench paints into exterior_1
 
 The delay is worker time like the platform's `latency` fault, but its realised value is logged, so
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import threading
 import time
@@ -35,14 +37,38 @@ def delayed(inp: Any) -> List[List[float]]:
     with _lock:
         latency = base * (1.0 + _random.uniform(-jitter, jitter)) if base > 0 else 0.0
     tag = read_tag(inp.images["exterior_1"]) if os.environ.get("BENCH_FRAME_TAG") == "1" else None
+    slept = 0.0
     if latency > 0:
+        started = time.perf_counter()
         time.sleep(latency)
+        slept = time.perf_counter() - started  # a sleep overruns what it was asked for
     log = os.environ.get("BENCH_POLICY_LOG")
     if log:
-        line = json.dumps({"time": arrived, "instruction": inp.instruction, "latency_s": latency, "tag": tag})
-        with _lock, open(log, "a") as handle:
-            handle.write(line + "\n")
+        _log_later(log, {"time": arrived, "instruction": inp.instruction, "latency_s": latency, "slept_s": slept,
+                         "tag": tag})
     return stand_in(inp)
+
+
+_lines: queue.SimpleQueue = queue.SimpleQueue()
+_writer: Optional[threading.Thread] = None
+
+
+def _log_later(path: str, entry: dict) -> None:
+    """The log is written by a thread of its own: opening and appending a file is not the
+    model's time and must not delay the answer whose latency it records."""
+    global _writer
+    with _lock:
+        if _writer is None:
+            _writer = threading.Thread(target=_write_lines, name="bench-policy-log", daemon=True)
+            _writer.start()
+    _lines.put((path, entry))
+
+
+def _write_lines() -> None:
+    while True:
+        path, entry = _lines.get()
+        with open(path, "a") as handle:
+            handle.write(json.dumps(entry) + "\n")
 
 
 def read_tag(image: Any) -> Optional[int]:

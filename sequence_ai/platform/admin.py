@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .faults import REQUEST_FAULTS
-from .state import PlatformState
+from .state import ACT_LOG_SIZE, PlatformState
 
 INCIDENTS = ("warming", "lease_ttl", "rotate_secret", "restart_worker", "worker_down", "worker_up")
 FaultKind = Literal["warming", "lease_ttl", "rotate_secret", "restart_worker", "worker_down", "worker_up",
@@ -164,7 +164,7 @@ def build_admin_router(state: PlatformState) -> APIRouter:
         return {"ok": True, "cleared": cleared}
 
     @router.get("/requests", summary="Recent /act requests the worker received, oldest first")
-    async def requests(limit: int = Query(100, ge=1, le=500)) -> Dict[str, Any]:
+    async def requests(limit: int = Query(100, ge=1, le=ACT_LOG_SIZE)) -> Dict[str, Any]:
         return {"requests": list(state.act_log)[-limit:]}
 
     @router.get("/stats", summary="Answers per app, route and status")

@@ -19,6 +19,7 @@ from .keystore import KeyStore
 
 DEFAULT_LEASE_TTL_S = 300.0
 EPISODE_IDLE_S = 300.0  # WIRE §5.3: the worker ends an episode after 5 idle minutes
+ACT_LOG_SIZE = 2000  # /act requests the admin API can show (a 1000-action benchmark run sends ~130 each)
 
 
 def new_direct_secret() -> str:
@@ -60,7 +61,7 @@ class PlatformState:
         self.lease_ttl_s = lease_ttl_s
         self.cold_start: Optional[ColdStart] = None
         self.worker_down = False
-        self.act_log: Deque[Dict[str, Any]] = collections.deque(maxlen=500)
+        self.act_log: Deque[Dict[str, Any]] = collections.deque(maxlen=ACT_LOG_SIZE)
         self.reports: Deque[Dict[str, Any]] = collections.deque(maxlen=1024)
         self.stats: Dict[str, Dict[str, Dict[str, int]]] = {}
         self.episodes: Dict[str, float] = {}  # episode id -> last act (monotonic)

@@ -146,8 +146,10 @@ def build_worker_app(state: PlatformState) -> Any:
 
 
 class ActLog:
-    """Notes every /act the worker receives (whatever it answered) in state.act_log, and makes
-    sure every answer to it, refusals included, echoes X-Seq-Request-Id."""
+    """Notes every /act the worker receives (whatever it answered) in state.act_log, with the
+    worker's own time on it (`worker_ms`: from the request's arrival to the start of its answer,
+    the model and any injected delay included), and makes sure every answer to it, refusals
+    included, echoes X-Seq-Request-Id."""
 
     def __init__(self, app: Any, state: PlatformState):
         self.app = app
@@ -157,8 +159,10 @@ class ActLog:
         if scope["type"] != "http" or scope["path"] != "/act":
             await self.app(scope, receive, send)
             return
+        arrived = time.perf_counter()
         rid = dict(scope.get("headers") or []).get(b"x-seq-request-id", b"")
-        record: Dict[str, Any] = {"time": time.time(), "rid": rid.decode("latin-1") or None, "status": None}
+        record: Dict[str, Any] = {"time": time.time(), "rid": rid.decode("latin-1") or None, "status": None,
+                                  "worker_ms": None}
         scope.setdefault("state", {})["act_record"] = record
         # Echo only short, printable ids: a header is not a place to reflect arbitrary input.
         echo = rid and len(rid) <= 128 and rid.decode("latin-1").isprintable()
@@ -166,6 +170,7 @@ class ActLog:
         async def noting_send(message: Dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 record["status"] = message["status"]
+                record["worker_ms"] = round((time.perf_counter() - arrived) * 1000.0, 3)
                 headers = list(message.get("headers") or [])
                 if echo and not any(k.lower() == b"x-seq-request-id" for k, _ in headers):
                     message = {**message, "headers": [*headers, (b"x-seq-request-id", rid)]}

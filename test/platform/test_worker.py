@@ -230,4 +230,5 @@ def test_the_worker_logs_every_act_it_received(platform):
     assert ok["views"] == ["exterior_1", "wrist_left"] and ok["joint_positions"] == JOINTS and ok["status"] == 200
     assert refused["status"] == 400
     assert math.isfinite(ok["time"])
+    assert ok["worker_ms"] > 0 and refused["worker_ms"] > 0
     assert platform.stats()["worker"]["POST /act"] == {"200": 1, "400": 1}
