@@ -4,9 +4,10 @@
 
 For each latency a local platform of its own whose worker spends latency ±20 % (uniform, seeded)
 in the model (`bench_policy.delayed`, which logs every latency and the time it really slept). Both
-clients run on that worker at the same time, each in a process of its own: a warm-up predict(), then run() for
-N actions at the model's 15 Hz, open-loop horizon 8, no-op robot. All latencies run in parallel,
-so the whole sweep takes as long as its slowest run (physics unchanged: 15 Hz, real seconds).
+clients run on that worker at the same time, each in a process of its own: a warm-up predict(),
+then run() for N actions at the model's 15 Hz, open-loop horizon 8, no-op robot. All latencies run
+in parallel, so the whole sweep takes as long as its slowest run (physics unchanged: 15 Hz, real
+seconds).
 
 Physical minimum for a chunk-replacing client (one request in flight): a chunk covers
 H/hz = 8/15 s of motion, and the next request can start at the earliest when that chunk starts to

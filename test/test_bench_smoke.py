@@ -57,3 +57,6 @@ def test_quick_run_writes_a_table_with_a_number_in_every_metric_row(tmp_path):
         assert re.search(r"\d", ours) and "error" not in ours and "not run" not in ours, matching[0]
     for line in table[2:]:
         assert line.rstrip(" |").rsplit("| ", 1)[-1].strip() in ("PASS", "FAIL", "—"), line
+    # Both underrun floors, from the worker's request log and from the plug-in's measured sleeps.
+    ours_rows = [line.split(" | ") for line in lines if line.startswith("| 0.5 s |") and " ours 0." in line]
+    assert ours_rows and all(re.fullmatch(r"\d+\.\d\d", cell) for cell in ours_rows[0][7:9]), ours_rows
