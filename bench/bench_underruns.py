@@ -117,8 +117,10 @@ def measure(actions: int = 1000, latencies: Sequence[float] = (0.1, 0.3, 0.5, 0.
                 entry = results.setdefault(latency, {"latency_s": latency, "log": log_path})
                 entry[name] = result
                 log(f"  underruns: latency {latency:.1f}s {name:<9} {summary(result)}")
+        from sequence_ai.platform.state import ACT_LOG_SIZE  # importable once `common` set the path
+
         for latency, platform, _ in platforms:  # the worker's own time on every request
-            results[latency]["requests"] = platform.requests(limit=2000)
+            results[latency]["requests"] = platform.requests(limit=ACT_LOG_SIZE)
     for latency in latencies:
         entry = results[latency]
         calls = sorted(common.read_log(entry.pop("log")), key=lambda c: c["time"])

@@ -63,9 +63,9 @@ class NodeConfig:
     diagnostics_period_s: float
 
 
-def _descriptor(description: str, *, read_only: bool = True, floats: Optional[Tuple[float, float]] = None,
+def _descriptor(description: str, *, floats: Optional[Tuple[float, float]] = None,
                 ints: Optional[Tuple[int, int]] = None) -> ParameterDescriptor:
-    descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    descriptor = ParameterDescriptor(description=description, read_only=True)  # all of them: read once
     if floats is not None:
         descriptor.floating_point_range = [FloatingPointRange(from_value=floats[0], to_value=floats[1], step=0.0)]
     if ints is not None:
