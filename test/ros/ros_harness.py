@@ -12,6 +12,7 @@ import itertools
 import math
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -28,6 +29,7 @@ from sequence_ai_ros.srv import SetInstruction
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from unique_identifier_msgs.msg import UUID
 
 from sequence_ai_ros.processes import NodeProcess
 
@@ -136,6 +138,17 @@ class Planner:
         self.diagnostics = None  # the node's latest DiagnosticStatus
         self._diagnostics_name = f"{ns}/sequence_ai_policy: policy loop"
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+        # Feedback by a subscription of our own, not the action client's callback: rclpy forgets a
+        # goal's feedback callback once its result arrives, so feedback this process receives late
+        # (after a DDS repair) would be dropped. Keyed by the goal id `send` chooses.
+        self._feedback: Dict[bytes, list] = {}
+        node.create_subscription(Act.Impl.FeedbackMessage, f"{ns}/sequence_ai_policy/act/_action/feedback",
+                                 self._on_feedback, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on_feedback(self, message) -> None:
+        received = self._feedback.get(bytes(message.goal_id.uuid))
+        if received is not None:
+            received.append((time.monotonic(), message.feedback))
 
     def _on_diagnostics(self, message) -> None:
         for status in message.status:
@@ -167,10 +180,11 @@ class Planner:
              feedback: Optional[list] = None) -> SentGoal:
         goal = Act.Goal(instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions)
         assert self.act.wait_for_server(timeout_sec=10.0), "no act action server"
-        callback = (lambda m: feedback.append((time.monotonic(), m.feedback))) if feedback is not None else None
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        if feedback is not None:
+            self._feedback[bytes(goal_id.uuid)] = feedback
         sent = SentGoal(self)
-        self._in_executor(lambda: self.act.send_goal_async(goal, feedback_callback=callback)
-                          .add_done_callback(sent.on_goal))
+        self._in_executor(lambda: self.act.send_goal_async(goal, goal_uuid=goal_id).add_done_callback(sent.on_goal))
         assert sent.accepted.wait(10.0), "goal response never came"
         assert sent.handle.accepted
         return sent
