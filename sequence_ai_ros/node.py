@@ -70,7 +70,6 @@ class PolicyNode(Node):
         c = self.config
 
         self._inputs_group = MutuallyExclusiveCallbackGroup()
-        self._tick_group = MutuallyExclusiveCallbackGroup()  # the control clock waits for nothing else
         self._timer_group = MutuallyExclusiveCallbackGroup()
         self._goal_group = ReentrantCallbackGroup()
         self._service_group = ReentrantCallbackGroup()
@@ -125,10 +124,17 @@ class PolicyNode(Node):
         self.instruction_pub = self.create_publisher(String, "~/instruction", LATCHED)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
-        # The one clock of the control loop.
+        # The one clock of the control loop. Its timer lives on a second companion node spun by a
+        # single-threaded executor of its own (see main()): the tick then runs on the thread that
+        # woke from the wait, where a multi-threaded executor would hand it to a pool thread first
+        # (one more wake-up between the timer and the command: docs/ROS.md "One clock").
         self.ticks = TimerTicks()
         self._tick_times: list = []
-        self.create_timer(1.0 / self.control_hz, self._on_control_tick, callback_group=self._tick_group)
+        self.clock_node = rclpy.create_node(
+            "sequence_ai_policy_clock", namespace=self.get_namespace(), context=self.context,
+            parameter_overrides=[self.get_parameter("use_sim_time")],
+        )
+        self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick)
 
         # Goals and services.
         self._run_lock = threading.Lock()
@@ -542,12 +548,17 @@ def main(argv: Optional[list] = None) -> int:
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
     spinner.start()
     threading.Thread(target=inputs.spin, name="inputs", daemon=True).start()
+    clock = SingleThreadedExecutor()
+    clock.add_node(node.clock_node)
+    threading.Thread(target=clock.spin, name="control-clock", daemon=True).start()
     while not stop.wait(0.5) and spinner.is_alive():
         pass
     node.shutdown()
     executor.shutdown(timeout_sec=2.0)
     inputs.shutdown(timeout_sec=2.0)
+    clock.shutdown(timeout_sec=2.0)
     node.inputs_node.destroy_node()
+    node.clock_node.destroy_node()
     node.destroy_node()
     rclpy.shutdown()
     return 0
