@@ -22,7 +22,7 @@ from ._chunk import ActionChunk, Prediction, parse_prediction
 from ._driver import DriverGuard
 from ._errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
 from ._fetch import Fetch
-from ._http import gateway_call, gateway_client, require_api_key, resolve_base_url
+from ._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._instruction import InstructionLatch
 from ._latency import RefillLatency
 from ._loop import ControlLoop, RunSettings, stderr_status
@@ -85,7 +85,7 @@ class Policy:
         self._control_hz = control_hz
         self._check = ObservationCheck(validate)
         self._gateway = gateway_client(base_url, api_key, timeout_s)
-        self._telemetry = TelemetrySender(gateway_client(base_url, api_key, min(timeout_s, 10.0)))
+        self._telemetry = TelemetrySender(telemetry_client(base_url, api_key, min(timeout_s, 10.0)))
         self._worker = WorkerConnection(gateway=self._gateway, base_url=base_url, model=model,
                                         timeout_s=timeout_s, embodiment=embodiment, expect=expect)
         self._buffer = ActionBuffer()

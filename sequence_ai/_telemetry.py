@@ -12,8 +12,6 @@ import threading
 from collections import deque
 from typing import Any, Dict, List, Optional
 
-import httpx
-
 from ._worker import ActTrace
 
 __all__ = ["TelemetrySender", "act_report"]
@@ -48,8 +46,8 @@ def act_report(trace: ActTrace, outcome: str, *, total_s: Optional[float] = None
 
 
 class TelemetrySender:
-    def __init__(self, client: httpx.Client):
-        self._client = client
+    def __init__(self, client: Any):
+        self._client = client  # posts `json=` with an optional `timeout=`: _http.telemetry_client
         self._queue: deque = deque(maxlen=QUEUE_MAX)
         self._wake = threading.Event()
         self._stop = threading.Event()

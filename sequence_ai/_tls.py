@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import CertPinError
 
 if TYPE_CHECKING:
-    from ._worker_http import PinnedClient
+    from ._http11 import PinnedClient
 
 __all__ = ["certificate_fingerprint", "normalise_fingerprint", "pinned_client"]
 
@@ -41,7 +41,7 @@ def certificate_fingerprint(der: bytes) -> str:
 def pinned_client(base_url: str, fingerprint: str, *, headers: dict, timeout: Any) -> PinnedClient:
     """A client whose every connection is TLS pinned to `fingerprint` (the pin is validated
     first, before any socket is opened). Never follows proxies from the environment."""
-    from ._worker_http import PinnedClient  # it checks pins with certificate_fingerprint above
+    from ._http11 import PinnedClient  # it checks pins with certificate_fingerprint above
 
     pin = normalise_fingerprint(fingerprint)
     if not str(base_url).lower().startswith("https://"):

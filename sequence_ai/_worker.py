@@ -23,8 +23,8 @@ import httpx
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
 from ._errors import AuthError, CertPinError, SequencesError, Unavailable
 from ._http import error_from_response, gateway_call
+from ._http11 import PinnedClient
 from ._tls import pinned_client
-from ._worker_http import PinnedClient
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
 

@@ -5,13 +5,33 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 
+from sequence_ai._http import telemetry_client
+from sequence_ai._http11 import GatewayClient
 from sequence_ai._telemetry import TelemetrySender, act_report
 from sequence_ai._worker import ActTrace
 
+# Both clients the sender may be given: the lean one, and httpx (behind a proxy).
+CLIENTS = [pytest.param(GatewayClient, id="lean"),
+           pytest.param(lambda url, timeout: httpx.Client(base_url=url, timeout=timeout), id="httpx")]
 
-def test_telemetry_to_an_unreachable_gateway_is_swallowed():
-    sender = TelemetrySender(httpx.Client(base_url="http://127.0.0.1:9", timeout=0.5))
+
+def test_the_sender_uses_the_lean_client_unless_a_proxy_is_configured(monkeypatch):
+    for name in ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    lean = telemetry_client("https://gateway.invalid", "sk-key", 10.0)
+    assert isinstance(lean, GatewayClient) and lean._headers["Authorization"] == "Bearer sk-key"
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:3128")
+    assert isinstance(telemetry_client("https://gateway.invalid", "sk-key", 10.0), httpx.Client)
+    monkeypatch.delenv("https_proxy")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
+    assert isinstance(telemetry_client("http://127.0.0.1:8080", None, 10.0), httpx.Client)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_telemetry_to_an_unreachable_gateway_is_swallowed(client):
+    sender = TelemetrySender(client("http://127.0.0.1:9", timeout=0.5))
     trace = ActTrace(rid="r-00000001", rtt_s=0.1)
     started = time.monotonic()
     for _ in range(100):
@@ -32,7 +52,8 @@ def test_failed_report_has_no_perf_and_no_total():
     assert report["perf"] == {} and report["client"]["total_ms"] is None and report["client"]["network_ms"] is None
 
 
-def test_closing_never_waits_long_on_a_gateway_that_does_not_answer():
+@pytest.mark.parametrize("client", CLIENTS)
+def test_closing_never_waits_long_on_a_gateway_that_does_not_answer(client):
     import socket
 
     silent = socket.socket()
@@ -40,7 +61,7 @@ def test_closing_never_waits_long_on_a_gateway_that_does_not_answer():
     silent.listen(16)  # accepts connections in the kernel, never answers
     port = silent.getsockname()[1]
     try:
-        sender = TelemetrySender(httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10.0))
+        sender = TelemetrySender(client(f"http://127.0.0.1:{port}", timeout=10.0))
         sender.submit(act_report(ActTrace(rid="r-1", rtt_s=0.1), "served", total_s=0.1))
         started = time.monotonic()
         sender.close()

@@ -25,9 +25,9 @@ from sequence_ai import Model, SequencesError, connect
 from sequence_ai._admission import Grant, parse_grant, renew_after_s
 from sequence_ai._chunk import parse_prediction
 from sequence_ai._http import error_from_response, parse_json_answer
+from sequence_ai._http11 import _Connection, _read_response
 from sequence_ai._oneshot import account, depth, detect, embed
 from sequence_ai._tls import normalise_fingerprint, pinned_client
-from sequence_ai._worker_http import _Connection, _read_response
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=16)
 json_values = st.recursive(
@@ -111,7 +111,7 @@ def test_any_bytes_from_the_worker_are_an_answer_or_an_httpx_transport_error(hea
     """Whatever arrives, the worker link returns an answer or raises one of httpx's transport
     errors (which the reconnect logic turns into a retry, then Unavailable); never another
     exception, never a hang (the replay ends in EOF)."""
-    connection = _Connection(_Replay(head + b"".join(headers) + b"\r\n" + body + noise, sizes))  # type: ignore[arg-type]
+    connection = _Connection(_Replay(head + b"".join(headers) + b"\r\n" + body + noise, sizes), "the worker")  # type: ignore[arg-type]
     try:
         response, _keep = _read_response(connection, "POST")
     except httpx.TransportError:

@@ -1,7 +1,7 @@
-"""The worker's own HTTP/1.1 client (`sequence_ai._worker_http`) against a loopback TLS server
-that answers each request with scripted bytes: framing, keep-alive, and every way an answer can
-break maps to an httpx transport error (which the reconnect logic handles) — never a hang, never
-a wrong body."""
+"""The client's own HTTP/1.1 (`sequence_ai._http11`) against a loopback server (TLS, or plain for
+the gateway's telemetry) that answers each request with scripted bytes: framing, keep-alive, and
+every way an answer can break maps to an httpx transport error (which the reconnect logic
+handles) — never a hang, never a wrong body. The gateway client verifies certificates like httpx."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _tls_cert import self_signed
 
 from sequence_ai import CertPinError
+from sequence_ai._http11 import GatewayClient
 from sequence_ai._tls import pinned_client
 
 OK = b'{"ok":true}'
@@ -34,15 +35,18 @@ class ScriptedTLS:
     """Answers request i with script[i] = (bytes, close_after); records each request's head, body
     and the connection it came on."""
 
-    def __init__(self, tmp_path, script: List[Tuple[bytes, bool]]):
-        cert, key, self.fingerprint = self_signed(tmp_path)
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.load_cert_chain(cert, key)
+    def __init__(self, tmp_path, script: List[Tuple[bytes, bool]], tls: bool = True):
+        self.cert, key, self.fingerprint = self_signed(tmp_path)
+        self.context: Optional[ssl.SSLContext] = None
+        if tls:
+            self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.context.load_cert_chain(self.cert, key)
         self.script = list(script)
         self.requests: List[Tuple[int, bytes, bytes]] = []  # (connection number, head, body)
         self.connections = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"https://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.port = self.listener.getsockname()[1]
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -57,7 +61,7 @@ class ScriptedTLS:
 
     def _connection(self, raw: socket.socket, number: int) -> None:
         try:
-            sock = self.context.wrap_socket(raw, server_side=True)
+            sock = raw if self.context is None else self.context.wrap_socket(raw, server_side=True)
         except (OSError, ssl.SSLError):
             raw.close()
             return
@@ -96,8 +100,8 @@ class ScriptedTLS:
 def scripted(tmp_path):
     servers: List[ScriptedTLS] = []
 
-    def make(*script: Tuple[bytes, bool]) -> ScriptedTLS:
-        server = ScriptedTLS(tmp_path, list(script))
+    def make(*script: Tuple[bytes, bool], tls: bool = True) -> ScriptedTLS:
+        server = ScriptedTLS(tmp_path, list(script), tls=tls)
         servers.append(server)
         return server
 
@@ -245,3 +249,51 @@ def test_error_answers_keep_their_body_and_raise_for_status_maps_them(scripted):
     with pytest.raises(Unavailable) as info:
         response.raise_for_status()
     assert info.value.retry_after_s == 2.0
+
+
+# -- the gateway's client (telemetry) ----------------------------------------------------------
+
+
+def heads(server: ScriptedTLS) -> List[bytes]:
+    return [head for _, head, _ in server.requests]
+
+
+def test_the_gateway_client_posts_over_plain_http_on_one_kept_alive_connection_under_the_url_path(scripted):
+    server = scripted(tls=False)
+    with GatewayClient(server.url + "/base/", headers={"Authorization": "Bearer sk-key"}, timeout=5.0) as client:
+        for n in range(3):
+            assert client.post("/v1/reports/act", json={"reports": [n]}).json() == {"ok": True}
+    assert [number for number, _, _ in server.requests] == [1, 1, 1]
+    assert all(head.startswith(b"POST /base/v1/reports/act HTTP/1.1\r\n") for head in heads(server))
+    assert all(b"\r\nAuthorization: Bearer sk-key" in head for head in heads(server))
+    assert f"\r\nHost: 127.0.0.1:{server.port}".encode() in heads(server)[0]
+    assert [json.loads(body) for _, _, body in server.requests] == [{"reports": [n]} for n in range(3)]
+
+
+def test_the_gateway_client_verifies_https_like_httpx_and_sends_nothing_to_an_untrusted_server(scripted, monkeypatch):
+    server = scripted()
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with GatewayClient(server.url, timeout=5.0) as client, pytest.raises(httpx.ConnectError, match="the gateway"):
+        client.post("/v1/reports/act", json={"secret": "never sent"})
+    assert server.requests == []
+    # Trusted the way httpx is told to trust it (SSL_CERT_FILE): accepted.
+    monkeypatch.setenv("SSL_CERT_FILE", str(server.cert))
+    assert httpx.Client(base_url=server.url).post("/v1/reports/act", json={}).status_code == 200
+    with GatewayClient(server.url, timeout=5.0) as client:
+        assert client.post("/v1/reports/act", json={"n": 1}).status_code == 200
+    assert len(server.requests) == 2
+
+
+def test_the_gateway_client_checks_the_host_name(scripted, monkeypatch):
+    server = scripted()
+    monkeypatch.setenv("SSL_CERT_FILE", str(server.cert))  # trusted, but issued to 127.0.0.1 only
+    with GatewayClient(f"https://localhost:{server.port}", timeout=5.0) as client, \
+            pytest.raises(httpx.ConnectError, match="TLS handshake with the gateway"):
+        client.post("/v1/reports/act", json={})
+    assert server.requests == []
+
+
+def test_the_gateway_client_refuses_a_url_that_is_not_http():
+    with pytest.raises(ValueError, match="not http"):
+        GatewayClient("ftp://127.0.0.1:21")

@@ -1,16 +1,24 @@
-"""The worker's HTTP/1.1 client: pinned TLS, kept-alive connections, nothing else (WIRE.md §5, §6.2).
+"""The client's own HTTP/1.1: kept-alive connections, nothing else (WIRE.md §4.6, §5, §6.2).
 
-The worker is talked to once per chunk from a refill thread that has slept for most of a chunk,
-so every request runs on cold caches; a general-purpose client's layers (httpx: ~2 ms of CPU per
-cold request here) cost more than the robot's whole control step. This one writes the request in
-one `sendall` and parses the answer by hand (~0.7 ms cold, `bench/bench_underruns.py`).
+Two kinds of requests run while a robot moves: `/act` to the worker once per chunk, from a refill
+thread that has slept for most of a chunk, and the telemetry batch to the gateway every few
+seconds, from a thread that has slept even longer. Both run on cold caches, where a
+general-purpose client's layers (httpx: ~2 ms of CPU per cold request here) cost more than the
+robot's whole control step. This client writes the request in one `sendall` and parses the answer
+by hand (~0.7 ms cold for an `/act`, `bench/bench_underruns.py`; ~0.5 ms for a telemetry post).
 
-What it supports is what the worker speaks: `POST`/`GET` with a JSON or empty body, answers with
-`Content-Length`, `Transfer-Encoding: chunked` or read-until-close, `Connection: close`. Network
-failures are raised as httpx's exception types (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`,
-…) so the reconnect logic treats both clients alike; a request on a closed client raises
-RuntimeError, as httpx does. The pin is checked right after every TLS handshake, before any byte
-of a request is written; a mismatch raises CertPinError and the socket is closed.
+- `PinnedClient`: the worker, `https://host:port` only, every connection pinned to a certificate
+  fingerprint. The pin is checked right after every TLS handshake, before any byte of a request is
+  written; a mismatch raises CertPinError and the socket is closed.
+- `GatewayClient`: the gateway's telemetry ingest, `http://` or `https://` with httpx's own
+  certificate trust and hostname check. Proxies are not followed: `telemetry_client` in `_http`
+  keeps httpx when the environment names one.
+
+What it supports is what the two servers speak: `POST`/`GET` with a JSON or empty body, answers
+with `Content-Length`, `Transfer-Encoding: chunked` or read-until-close, `Connection: close`.
+Network failures are raised as httpx's exception types (`ConnectError`, `ReadTimeout`,
+`RemoteProtocolError`, …) so the reconnect logic treats both clients alike; a request on a closed
+client raises RuntimeError, as httpx does.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from ._errors import CertPinError
 from ._tls import certificate_fingerprint
 from ._version import __version__
 
-__all__ = ["PinnedClient", "WorkerResponse"]
+__all__ = ["GatewayClient", "PinnedClient", "WorkerResponse"]
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[ -~]*")
@@ -82,18 +90,20 @@ class _Headers(Dict[str, str]):
 
 
 class _Connection:
-    """One pinned TLS socket and the bytes read past the last answer."""
+    """One socket (TLS or plain), the bytes read past the last answer, and who is at the other
+    end (for messages: "the worker", "the gateway")."""
 
-    __slots__ = ("pending", "sock")
+    __slots__ = ("peer", "pending", "sock")
 
-    def __init__(self, sock: ssl.SSLSocket):
+    def __init__(self, sock: socket.socket, peer: str):
         self.sock = sock
+        self.peer = peer
         self.pending = b""
 
     def reusable(self) -> bool:
-        """An idle kept-alive socket is fit for the next request unless the worker closed it (or
+        """An idle kept-alive socket is fit for the next request unless the server closed it (or
         sent something unasked): then it reads as ready."""
-        if self.pending or self.sock.pending():
+        if self.pending or (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()):
             return False
         try:
             readable, _, _ = select.select([self.sock], [], [], 0)
@@ -108,26 +118,18 @@ class _Connection:
             pass
 
 
-class PinnedClient:
-    """A small pool of kept-alive connections to one `https://host:port` worker, each pinned to
-    a certificate fingerprint (64 lower-case hex characters, already normalised)."""
+class _KeptAliveClient:
+    """A small pool of kept-alive connections to one server; a subclass opens them (`_connect`)."""
 
-    def __init__(self, base_url: str, pin: str, *, headers: Optional[Mapping[str, str]] = None,
-                 timeout: Optional[float] = 30.0, context: Optional[ssl.SSLContext] = None):
-        try:
-            parts = urlsplit(base_url)
-            port = parts.port
-        except ValueError:
-            port, parts = None, None
-        if parts is None or parts.scheme.lower() != "https" or not parts.hostname:
-            raise CertPinError("the worker URL is not https://host:port; refusing to connect unpinned")
-        self._host = parts.hostname
-        self._port = port or 443
-        self._prefix = parts.path.rstrip("/")
-        self._pin = pin
+    peer = "the server"
+
+    def __init__(self, host: str, port: int, netloc: str, prefix: str, *, headers: Optional[Mapping[str, str]],
+                 timeout: Optional[float]):
+        self._host = host
+        self._port = port
+        self._prefix = prefix.rstrip("/")
         self._timeout = timeout
-        self._context = context or _context()
-        base = {"Host": parts.netloc, "User-Agent": f"sequence-ai-python/{__version__}",
+        base = {"Host": netloc, "User-Agent": f"sequence-ai-python/{__version__}",
                 "Accept": "application/json", "Accept-Encoding": "identity"}
         base.update(headers or {})
         _check_headers(base)  # once: head() checks only what each request adds
@@ -171,26 +173,31 @@ class PinnedClient:
         connection.close()
 
     def _connect(self, timeout: Optional[float]) -> _Connection:
+        raise NotImplementedError
+
+    def _open_tcp(self, timeout: Optional[float]) -> socket.socket:
         try:
             raw = socket.create_connection((self._host, self._port), timeout=timeout)
         except socket.timeout:
-            raise httpx.ConnectTimeout("timed out connecting to the worker") from None
+            raise httpx.ConnectTimeout(f"timed out connecting to {self.peer}") from None
         except OSError as exc:
-            raise httpx.ConnectError(f"could not connect to the worker: {exc.strerror or exc}") from None
+            raise httpx.ConnectError(f"could not connect to {self.peer}: {exc.strerror or exc}") from None
         try:
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock = self._context.wrap_socket(raw)
+        except OSError:
+            pass
+        return raw
+
+    def _handshake(self, raw: socket.socket, context: ssl.SSLContext,
+                   server_hostname: Optional[str] = None) -> ssl.SSLSocket:
+        try:
+            return context.wrap_socket(raw, server_hostname=server_hostname)
         except socket.timeout:
             raw.close()
-            raise httpx.ConnectTimeout("timed out in the TLS handshake with the worker") from None
+            raise httpx.ConnectTimeout(f"timed out in the TLS handshake with {self.peer}") from None
         except (OSError, ssl.SSLError) as exc:
             raw.close()
-            raise httpx.ConnectError(f"TLS handshake with the worker failed: {exc}") from None
-        der = sock.getpeercert(True)
-        if not der or not hmac.compare_digest(certificate_fingerprint(der), self._pin):
-            sock.close()
-            raise CertPinError("worker certificate does not match the pinned fingerprint")
-        return _Connection(sock)
+            raise httpx.ConnectError(f"TLS handshake with {self.peer} failed: {exc}") from None
 
     def close(self) -> None:
         with self._lock:
@@ -198,7 +205,7 @@ class PinnedClient:
         for connection in idle:
             connection.close()
 
-    def __enter__(self) -> PinnedClient:
+    def __enter__(self) -> _KeptAliveClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -228,9 +235,9 @@ class PinnedClient:
                 if len(body) >= 65536:
                     connection.sock.sendall(body)
             except socket.timeout:
-                raise httpx.WriteTimeout("timed out sending to the worker") from None
+                raise httpx.WriteTimeout(f"timed out sending to {self.peer}") from None
             except (OSError, ssl.SSLError) as exc:
-                raise httpx.WriteError(f"sending to the worker failed: {exc}") from None
+                raise httpx.WriteError(f"sending to {self.peer} failed: {exc}") from None
             response, keep = _read_response(connection, method)
         except BaseException:
             connection.close()
@@ -242,6 +249,66 @@ class PinnedClient:
         return response
 
 
+class PinnedClient(_KeptAliveClient):
+    """Kept-alive connections to one `https://host:port` worker, each pinned to a certificate
+    fingerprint (64 lower-case hex characters, already normalised)."""
+
+    peer = "the worker"
+
+    def __init__(self, base_url: str, pin: str, *, headers: Optional[Mapping[str, str]] = None,
+                 timeout: Optional[float] = 30.0, context: Optional[ssl.SSLContext] = None):
+        parts = _split(base_url)
+        if parts is None or parts[0] != "https":
+            raise CertPinError("the worker URL is not https://host:port; refusing to connect unpinned")
+        _, host, port, netloc, prefix = parts
+        super().__init__(host, port or 443, netloc, prefix, headers=headers, timeout=timeout)
+        self._pin = pin
+        self._context = context or _pinning_context()
+
+    def _connect(self, timeout: Optional[float]) -> _Connection:
+        sock = self._handshake(self._open_tcp(timeout), self._context)
+        der = sock.getpeercert(True)
+        if not der or not hmac.compare_digest(certificate_fingerprint(der), self._pin):
+            sock.close()
+            raise CertPinError("worker certificate does not match the pinned fingerprint")
+        return _Connection(sock, self.peer)
+
+
+class GatewayClient(_KeptAliveClient):
+    """Kept-alive connections to the gateway, `http://` or `https://`: for https, the certificate
+    is verified the way httpx verifies it (its CA bundle, SSL_CERT_FILE / SSL_CERT_DIR) and must
+    name the host."""
+
+    peer = "the gateway"
+
+    def __init__(self, base_url: str, *, headers: Optional[Mapping[str, str]] = None,
+                 timeout: Optional[float] = 10.0, context: Optional[ssl.SSLContext] = None):
+        parts = _split(base_url)
+        if parts is None or parts[0] not in ("http", "https"):
+            raise ValueError(f"the gateway URL {base_url!r} is not http(s)://host[:port]")
+        scheme, host, port, netloc, prefix = parts
+        super().__init__(host, port or (443 if scheme == "https" else 80), netloc, prefix, headers=headers,
+                         timeout=timeout)
+        self._context = (context or httpx.create_ssl_context()) if scheme == "https" else None
+
+    def _connect(self, timeout: Optional[float]) -> _Connection:
+        raw = self._open_tcp(timeout)
+        sock = raw if self._context is None else self._handshake(raw, self._context, server_hostname=self._host)
+        return _Connection(sock, self.peer)
+
+
+def _split(base_url: str) -> Optional[Tuple[str, str, Optional[int], str, str]]:
+    """(scheme, host, port, netloc, path prefix) of an absolute URL, or None."""
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return parts.scheme.lower(), parts.hostname, port, parts.netloc, parts.path
+
+
 def _check_headers(headers: Mapping[str, str]) -> None:
     for name, value in headers.items():
         if not _HEADER_NAME.fullmatch(name) or not _HEADER_VALUE.fullmatch(value):
@@ -249,7 +316,7 @@ def _check_headers(headers: Mapping[str, str]) -> None:
             raise ValueError(f"header {name!r} is not a single line of visible ASCII")
 
 
-def _context() -> ssl.SSLContext:
+def _pinning_context() -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False  # a bare IP with a self-signed certificate: the pin is the trust
     context.verify_mode = ssl.CERT_NONE
@@ -265,9 +332,9 @@ def _recv(connection: _Connection) -> bytes:
     try:
         return connection.sock.recv(_RECV)
     except socket.timeout:
-        raise httpx.ReadTimeout("timed out waiting for the worker") from None
+        raise httpx.ReadTimeout(f"timed out waiting for {connection.peer}") from None
     except (OSError, ssl.SSLError) as exc:
-        raise httpx.ReadError(f"reading from the worker failed: {exc}") from None
+        raise httpx.ReadError(f"reading from {connection.peer} failed: {exc}") from None
 
 
 def _read_response(connection: _Connection, method: str) -> Tuple[WorkerResponse, bool]:
@@ -278,13 +345,13 @@ def _read_response(connection: _Connection, method: str) -> Tuple[WorkerResponse
         end = buffer.find(b"\r\n\r\n")
         while end < 0:
             if len(buffer) > MAX_HEADER_BYTES:
-                raise httpx.RemoteProtocolError("the worker's answer headers are too large")
+                raise httpx.RemoteProtocolError(f"{connection.peer}'s answer headers are too large")
             data = _recv(connection)
             if not data:
-                raise httpx.RemoteProtocolError("the worker disconnected without sending an answer")
+                raise httpx.RemoteProtocolError(f"{connection.peer} disconnected without sending an answer")
             buffer += data
             end = buffer.find(b"\r\n\r\n")
-        status, version, headers = _parse_head(bytes(buffer[:end]))
+        status, version, headers = _parse_head(bytes(buffer[:end]), connection.peer)
         del buffer[:end + 4]
         if 100 <= status < 200 and status != 101:
             continue
@@ -297,42 +364,42 @@ def _read_response(connection: _Connection, method: str) -> Tuple[WorkerResponse
     elif "content-length" in headers:
         text = headers["content-length"]
         if not re.fullmatch(r"[0-9]{1,18}", text):
-            raise httpx.RemoteProtocolError("the worker sent a malformed Content-Length")
+            raise httpx.RemoteProtocolError(f"{connection.peer} sent a malformed Content-Length")
         length = int(text)
         if length < 0 or length > MAX_BODY_BYTES:
-            raise httpx.RemoteProtocolError(f"the worker's answer length {length} is out of bounds")
+            raise httpx.RemoteProtocolError(f"{connection.peer}'s answer length {length} is out of bounds")
         while len(buffer) < length:
             data = _recv(connection)
             if not data:
-                raise httpx.RemoteProtocolError("the worker disconnected in the middle of an answer")
+                raise httpx.RemoteProtocolError(f"{connection.peer} disconnected in the middle of an answer")
             buffer += data
         body = bytes(buffer[:length])
         del buffer[:length]
         to_close = False
-    else:  # neither: the body runs until the worker closes
+    else:  # neither: the body runs until the server closes
         while True:
             data = _recv(connection)
             if not data:
                 break
             buffer += data
             if len(buffer) > MAX_BODY_BYTES:
-                raise httpx.RemoteProtocolError("the worker's answer is too large")
+                raise httpx.RemoteProtocolError(f"{connection.peer}'s answer is too large")
         body, to_close = bytes(buffer), True
         buffer = bytearray()
     connection.pending = bytes(buffer)
     return WorkerResponse(status, headers, body), not (closing or to_close)
 
 
-def _parse_head(head: bytes) -> Tuple[int, str, _Headers]:
+def _parse_head(head: bytes, peer: str) -> Tuple[int, str, _Headers]:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not re.fullmatch(r"[1-5][0-9][0-9]", parts[1]):
-        raise httpx.RemoteProtocolError("the worker's answer has no valid status line")
+        raise httpx.RemoteProtocolError(f"{peer}'s answer has no valid status line")
     headers = _Headers()
     for line in lines[1:]:
         name, colon, value = line.partition(":")
         if not colon or not name or name != name.strip():
-            raise httpx.RemoteProtocolError("the worker sent a malformed header line")
+            raise httpx.RemoteProtocolError(f"{peer} sent a malformed header line")
         key = name.lower()
         value = value.strip()
         headers[key] = f"{dict.__getitem__(headers, key)}, {value}" if dict.__contains__(headers, key) else value
@@ -345,7 +412,7 @@ def _take_line(connection: _Connection, buffer: bytearray, where: str) -> bytes:
     while end < 0:
         data = _recv(connection)
         if not data:
-            raise httpx.RemoteProtocolError(f"the worker disconnected {where}")
+            raise httpx.RemoteProtocolError(f"{connection.peer} disconnected {where}")
         buffer += data
         end = buffer.find(b"\r\n")
     line = bytes(buffer[:end])
@@ -359,18 +426,18 @@ def _read_chunked(connection: _Connection, buffer: bytearray) -> bytes:
         size_text = _take_line(connection, buffer, "in the middle of a chunked answer")
         size_text = size_text.split(b";", 1)[0].strip().decode("latin-1")
         if not _HEX.fullmatch(size_text) or len(size_text) > 16:
-            raise httpx.RemoteProtocolError("the worker sent a malformed chunk size")
+            raise httpx.RemoteProtocolError(f"{connection.peer} sent a malformed chunk size")
         size = int(size_text, 16)
         if size == 0:
             while _take_line(connection, buffer, "in a chunked answer's trailer"):
                 pass  # trailers, up to the blank line
             return bytes(body)
         if len(body) + size > MAX_BODY_BYTES:
-            raise httpx.RemoteProtocolError("the worker's answer is too large")
+            raise httpx.RemoteProtocolError(f"{connection.peer}'s answer is too large")
         while len(buffer) < size + 2:
             data = _recv(connection)
             if not data:
-                raise httpx.RemoteProtocolError("the worker disconnected in the middle of a chunked answer")
+                raise httpx.RemoteProtocolError(f"{connection.peer} disconnected in the middle of a chunked answer")
             buffer += data
         body += buffer[:size]
         del buffer[:size + 2]
