@@ -176,7 +176,10 @@ class PolicyNode(Node):
         """Publish a validated row on a tick: the run's first command and the first after a stall
         wait for the next one, so no two commands go out less than a period apart."""
         self.ticks.on_beat(lambda: self.policy.interrupted)
-        self.arm.act(row)
+        try:
+            self.arm.act(row)
+        finally:
+            self.ticks.sent()
 
     def _on_control_tick(self) -> None:
         self._tick_times.append(time.monotonic())

@@ -8,6 +8,11 @@ dropped, never replayed as a burst; after a stall the next action waits for the 
 The node also calls `on_beat()` just before each command goes out: the run's first command and
 the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
 commands are one period apart — the spacing the step and velocity checks assume.
+
+A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
+until the node calls `sent()` after publishing, at most HANDOFF_S. Otherwise the executor's own
+Python after the callback would hold the GIL while the loop, woken on the other core, waits for
+it — a few hundred microseconds on every command, more in the tail (docs/ROS.md "One clock").
 """
 
 from __future__ import annotations
@@ -19,22 +24,37 @@ __all__ = ["TimerTicks"]
 
 # Longest wait without looking at the interrupt flag.
 _POLL_S = 0.02
+# Longest the timer's thread stands aside after a tick for the loop's command to go out.
+HANDOFF_S = 0.005
 
 
 class TimerTicks:
     """Implements sequence_ai's Pacer protocol from timer callbacks."""
 
-    def __init__(self) -> None:
+    def __init__(self, handoff_s: float = HANDOFF_S) -> None:
+        self._handoff_s = handoff_s
         self._cond = threading.Condition()
         self._ticks = 0
         self._seen = 0
         self._fresh = True
         self._released = False  # a tick released the loop and no command has gone out since
+        self._waiting = False  # the loop is blocked until the next tick
+        self._sent = threading.Event()  # the command of the latest tick went out
 
     def tick(self) -> None:
         with self._cond:
             self._ticks += 1
+            waiting = self._waiting
+            self._sent.clear()
             self._cond.notify_all()
+        if waiting:
+            # Stand aside (GIL released) until the loop's command has gone out: the executor's own
+            # code after this callback would otherwise run first and delay the command.
+            self._sent.wait(self._handoff_s)
+
+    def sent(self) -> None:
+        """The command this tick released went out (or will not): the timer's thread goes on."""
+        self._sent.set()
 
     def reset(self) -> None:
         """Start of a run, or the end of a stall: that action was not on a tick, so the next one
@@ -69,5 +89,9 @@ class TimerTicks:
 
     def _await_tick_after(self, count: int, interrupted: Callable[[], bool]) -> None:
         """Block (lock held, released while waiting) until tick number `count` + 1 or an interrupt."""
-        while self._ticks <= count and not interrupted():
-            self._cond.wait(_POLL_S)
+        self._waiting = True
+        try:
+            while self._ticks <= count and not interrupted():
+                self._cond.wait(_POLL_S)
+        finally:
+            self._waiting = False

@@ -106,3 +106,55 @@ def test_after_a_stall_the_command_waits_for_a_tick_and_the_next_for_the_one_aft
     stamps.append(time.monotonic() - started)
     ticker.join()
     assert stamps[0] >= 0.08 and stamps[1] - stamps[0] >= 0.08, stamps
+
+
+def test_a_tick_that_releases_the_loop_stands_aside_until_its_command_went_out():
+    ticks = TimerTicks(handoff_s=5.0)
+    ticks.reset()
+    released = threading.Event()
+
+    def loop() -> None:
+        ticks.wait(1 / 15, never)
+        released.set()
+
+    waiter = threading.Thread(target=loop)
+    waiter.start()
+    assert wait_until(lambda: ticks._waiting)
+    timer = threading.Thread(target=ticks.tick)  # the timer's callback
+    timer.start()
+    assert released.wait(2.0)
+    time.sleep(0.2)
+    assert timer.is_alive(), "the timer's thread went on before the command went out"
+    ticks.sent()
+    timer.join(2.0)
+    assert not timer.is_alive()
+    waiter.join(2.0)
+
+
+def test_a_tick_with_no_loop_waiting_never_stands_aside():
+    ticks = TimerTicks(handoff_s=5.0)
+    started = time.monotonic()
+    for _ in range(3):
+        ticks.tick()
+    assert time.monotonic() - started < 1.0
+
+
+def test_standing_aside_is_bounded_when_no_command_follows_the_tick():
+    ticks = TimerTicks(handoff_s=0.3)
+    ticks.reset()
+    waiter = threading.Thread(target=ticks.wait, args=(1 / 15, never))
+    waiter.start()
+    assert wait_until(lambda: ticks._waiting)
+    started = time.monotonic()
+    ticks.tick()  # the loop wakes but publishes nothing (a stall, an ending)
+    assert 0.25 <= time.monotonic() - started < 2.0
+    waiter.join(2.0)
+
+
+def wait_until(predicate, timeout_s: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
