@@ -46,6 +46,7 @@ from .commands import CommandMapping, CommandPublisher
 from .inputs import BadInput, LatestSample, StaleInput, input_problem
 from .outcome import CANCELED, SUCCEEDED, outcome_message, status_for
 from .parameters import ConfigError
+from .realtime import ControlPriority
 from .ticks import TimerTicks
 
 __all__ = ["PolicyNode", "main"]
@@ -129,6 +130,7 @@ class PolicyNode(Node):
         # woke from the wait, where a multi-threaded executor would hand it to a pool thread first
         # (one more wake-up between the timer and the command: docs/ROS.md "One clock").
         self.ticks = TimerTicks()
+        self.priority = ControlPriority(c.realtime_priority, self.get_logger().warning)
         self._tick_times: list = []
         self.clock_node = rclpy.create_node(
             "sequence_ai_policy_clock", namespace=self.get_namespace(), context=self.context,
@@ -363,6 +365,7 @@ class PolicyNode(Node):
 
         outcome = None
         reason, message = "", ""
+        before = self.priority.raise_thread()  # this thread publishes on the ticks (realtime.py)
         try:
             outcome = self.policy.run(
                 observe=self.arm.observe, act=self._act_on_beat, validate=self.arm.validate, hold=hold,
@@ -390,6 +393,7 @@ class PolicyNode(Node):
             self.get_logger().error(f"run failed: {type(exc).__name__}: {exc}")  # str, not repr: no request bytes
         finally:
             hold()  # exactly once, on every ending (completion included)
+            self.priority.restore(before)
             elapsed = self._run_elapsed_s()
             self._run_clock = None
         if outcome is None:
@@ -553,7 +557,12 @@ def main(argv: Optional[list] = None) -> int:
     threading.Thread(target=inputs.spin, name="inputs", daemon=True).start()
     clock = SingleThreadedExecutor()
     clock.add_node(node.clock_node)
-    threading.Thread(target=clock.spin, name="control-clock", daemon=True).start()
+
+    def spin_clock() -> None:
+        node.priority.apply()
+        clock.spin()
+
+    threading.Thread(target=spin_clock, name="control-clock", daemon=True).start()
     while not stop.wait(0.5) and spinner.is_alive():
         pass
     node.shutdown()

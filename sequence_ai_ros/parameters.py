@@ -61,6 +61,7 @@ class NodeConfig:
     until_topic: str
     feedback_period_s: float
     diagnostics_period_s: float
+    realtime_priority: int
 
 
 def _descriptor(description: str, *, floats: Optional[Tuple[float, float]] = None,
@@ -105,6 +106,7 @@ PARAMETERS = {
     "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until")),
     "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
     "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
+    "realtime_priority": (40, dict(description="SCHED_FIFO priority of the control threads (timer and goal) when the OS allows it; 0 = ordinary scheduling", ints=(0, 98))),
 }
 
 
@@ -186,4 +188,5 @@ def read(node: Node) -> NodeConfig:
         until_topic=str(_value(node, "until_topic")),
         feedback_period_s=float(_value(node, "feedback_period_s")),
         diagnostics_period_s=float(_value(node, "diagnostics_period_s")),
+        realtime_priority=int(_value(node, "realtime_priority")),
     )

@@ -249,10 +249,13 @@ def _goal(node, planner, arm, fault: Fault, platform, arm_fault: Callable[[objec
         assert wait_for(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= MID, 15.0)
         arm_fault(platform)
     response = goal.wait(40.0)
-    assert wait_for(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
-    time.sleep(0.2)  # the hold is published before the result; let it arrive
-    commands = [v for t, v in arm.command_log() if t >= sent]
     result = response.result
+    assert wait_for(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
+    # The hold is published before the result, but this process may receive reliable samples late
+    # (after a repair): wait for every command the outcome counts, then a moment for any extra one.
+    wait_for(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= result.outcome.actions + 1, 5.0)
+    time.sleep(0.2)
+    commands = [v for t, v in arm.command_log() if t >= sent]
     seen = Observed(reason=result.outcome.reason, holds=int(result.outcome.held), actions=commands,
                     underruns=int(result.outcome.underruns))
     seen.error = response  # the goal's response stands in for the error at this level
