@@ -310,7 +310,7 @@ def test_two_namespaced_nodes_drive_two_arms_at_once(ros, policy_node, platform)
     assert ra.status == rb.status == Act.Result.STATUS_TIMEOUT
     assert ra.outcome.actions > 20 and rb.outcome.actions > 20
     for arm, result in ((arm_a, ra), (arm_b, rb)):  # the last commands may still be on the wire
-        wait_for(lambda arm=arm, result=result: len(arm.command_log()) >= result.outcome.actions + 1, 2.0)
+        wait_for(lambda arm=arm, result=result: len(arm.command_log()) >= result.outcome.actions + 1, 5.0)
     assert len(arm_a.command_log()) == ra.outcome.actions + 1
     assert len(arm_b.command_log()) == rb.outcome.actions + 1
     # different instructions drive different motions
