@@ -251,11 +251,8 @@ def _goal(node, planner, arm, fault: Fault, platform, arm_fault: Callable[[objec
     response = goal.wait(40.0)
     result = response.result
     assert wait_for(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
-    # The hold is published before the result, but this process may receive reliable samples late
-    # (after a repair): wait for every command the outcome counts, then a moment for any extra one.
-    wait_for(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= result.outcome.actions + 1, 5.0)
-    time.sleep(0.2)
-    commands = [v for t, v in arm.command_log() if t >= sent]
+    # The hold is published before the result; wait for every command the outcome counts.
+    commands = [v for _, v in arm.settled_commands(result.outcome.actions + 1, since=sent)]
     seen = Observed(reason=result.outcome.reason, holds=int(result.outcome.held), actions=commands,
                     underruns=int(result.outcome.underruns))
     seen.error = response  # the goal's response stands in for the error at this level

@@ -118,6 +118,14 @@ class ArmDouble:
         with self._lock:
             return list(self.commands)
 
+    def settled_commands(self, expected: int, since: float = 0.0, timeout_s: float = 5.0):
+        """The commands received since `since` once `expected` of them have arrived (or timeout_s
+        passed), and a moment more for any extra one: this process may receive reliable samples
+        late, after a repair."""
+        wait_for(lambda: len([t for t, _ in self.command_log() if t >= since]) >= expected, timeout_s)
+        time.sleep(0.2)
+        return [(t, v) for t, v in self.command_log() if t >= since]
+
 
 class Planner:
     """What a planner uses: the act action, the two services, and the latched topics."""

@@ -25,14 +25,6 @@ def run_commands(arm, since: float, until: float):
     return [(t, v) for t, v in arm.command_log() if since <= t <= until]
 
 
-def settled_commands(arm, expected: int, timeout_s: float = 5.0):
-    """The commands received once `expected` have arrived (or timeout_s passed), and a moment
-    more for any extra one: this process may receive reliable samples late, after a repair."""
-    wait_for(lambda: len(arm.command_log()) >= expected, timeout_s)
-    time.sleep(0.2)
-    return arm.command_log()
-
-
 def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
     feedback = []
@@ -208,7 +200,7 @@ def test_over_limit_actions_are_refused_before_publishing(ros, policy_node, plat
     assert response.result.status == Act.Result.STATUS_UNSAFE_ACTION
     assert response.result.outcome.reason == "validate"
     assert "fr3_joint6" in response.result.outcome.message
-    commands = settled_commands(arm, 1)
+    commands = arm.settled_commands(1)
     assert len(commands) == 1, "only the hold may be published"
     assert commands[0][1][5] == pytest.approx(1.8), "the hold is where the arm is"
 
@@ -374,7 +366,7 @@ def test_velocity_interface_holds_with_zero_velocity(ros, policy_node, platform)
     process, arm, planner = start_arm(ros, policy_node, platform, command_interface="velocity")
     result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
     assert result.status == Act.Result.STATUS_TIMEOUT
-    commands = settled_commands(arm, result.outcome.actions + 1)
+    commands = arm.settled_commands(result.outcome.actions + 1)
     assert len(commands) >= result.outcome.actions + 1
     assert commands[-1][1][:7] == [0.0] * 7, "the hold of a velocity controller is zero"
     time.sleep(0.4)  # five more ticks: nothing after the final hold
@@ -405,7 +397,7 @@ def test_over_limit_actions_from_the_policy_are_never_published(ros, policy_node
         response = Planner.result(planner.send("wave", max_seconds=5.0))
     assert response.status == 6 and response.result.status == Act.Result.STATUS_UNSAFE_ACTION
     assert "fr3_joint2" in response.result.outcome.message and response.result.outcome.held
-    commands = settled_commands(arm, 1)
+    commands = arm.settled_commands(1)
     assert len(commands) == 1, "only the hold may be published"
     assert commands[0][1][1] == pytest.approx(-0.5), "the hold is where the arm is"
 

@@ -17,28 +17,24 @@ def policy_of_this_thread() -> int:
     return os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
 
 
-def fifo_permitted() -> bool:
-    probe: list = []
-
-    def attempt() -> None:
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-            probe.append(True)
-        except OSError:
-            probe.append(False)
-
-    thread = threading.Thread(target=attempt)  # a throw-away thread: this one is left as it was
-    thread.start()
-    thread.join()
-    return probe[0]
-
-
 def in_thread(fn):
+    """fn's value, computed on a throw-away thread (this one is left as it was)."""
     result: list = []
     thread = threading.Thread(target=lambda: result.append(fn()))
     thread.start()
     thread.join(10.0)
     return result[0]
+
+
+def fifo_permitted() -> bool:
+    def attempt() -> bool:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            return True
+        except OSError:
+            return False
+
+    return in_thread(attempt)
 
 
 @pytest.mark.skipif(not fifo_permitted(), reason="SCHED_FIFO is not permitted for this user")
