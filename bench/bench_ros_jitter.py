@@ -45,6 +45,9 @@ NODE_PARAMETERS: Dict[str, object] = {
     "max_image_age_s": 1.5,
     "max_joint_state_age_s": 1.0,
     "joint_velocity_max": [6.0] * 7,
+    # Opt-in SCHED_FIFO for the timer's and the goal's threads, as on a robot set up for it
+    # (docs/ROS.md "Real-time priority"); the default is ordinary scheduling.
+    "realtime_priority": 40,
 }
 
 

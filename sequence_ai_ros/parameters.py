@@ -106,7 +106,7 @@ PARAMETERS = {
     "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until")),
     "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
     "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
-    "realtime_priority": (40, dict(description="SCHED_FIFO priority of the control threads (timer and goal) when the OS allows it; 0 = ordinary scheduling", ints=(0, 98))),
+    "realtime_priority": (0, dict(description="SCHED_FIFO priority of the control threads (timer and goal) when the OS allows it; 0 (default) = ordinary scheduling", ints=(0, 98))),
 }
 
 

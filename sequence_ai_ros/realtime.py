@@ -6,7 +6,9 @@ does: on a 2-core machine with camera streams, a DDS stack and the worker sharin
 ordinary threads wait for a core now and then, and the command goes out late. The flag
 SCHED_RESET_ON_FORK keeps threads they start (the client's refill and telemetry threads) at
 ordinary priority. When the OS refuses (no rtprio limit for this user), the node says so once
-and runs at ordinary priority; `realtime_priority: 0` asks for nothing.
+and runs at ordinary priority. The default, `realtime_priority: 0`, asks for nothing: the goal's
+thread also observes and encodes, and under FIFO it preempts ordinary processes (camera drivers)
+on a small machine (docs/ROS.md).
 """
 
 from __future__ import annotations

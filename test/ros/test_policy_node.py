@@ -85,7 +85,7 @@ def test_the_timer_thread_always_and_the_goal_thread_while_driving_run_under_sch
 
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted for this user (the node warns and runs at ordinary priority)")
-    process, arm, planner = start_arm(ros, policy_node, platform)
+    process, arm, planner = start_arm(ros, policy_node, platform, realtime_priority=40)
     pid = process.process.pid
     assert fifo_threads(pid) == 1, "the timer's thread runs under SCHED_FIFO from the start"
     handle = planner.send("pick up the red cube", max_seconds=2.5)
