@@ -45,7 +45,7 @@ class Fault:
     """One row of the matrix: how to provoke it, when, and what every level must do."""
 
     name: str
-    when: str  # "before" the first request, or "mid" run (after MID actions)
+    when: str  # "before" the first request, or "mid" run (after MID actions; ROS cells: after the first chunk)
     arm: Callable[[object], None]
     expect: object  # RECOVERS or the exception class the run must end with
     underruns: bool = False  # the fault cannot be hidden: the run must count a stall
@@ -243,10 +243,14 @@ def _goal(node, planner, arm, fault: Fault, platform, arm_fault: Callable[[objec
     when = fault.ros_when or fault.when
     if when == "before":
         arm_fault(platform)
-    sent = time.monotonic()
+    sent, sent_wall = time.monotonic(), time.time()
     goal = GoalRun(node, planner, "pick up the cup", max_seconds=15.0, max_actions=ROS_ACTIONS)
     if when == "mid":
-        assert wait_for(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= MID, 15.0)
+        # Armed once the worker has answered the goal's first chunk, by the worker's own log:
+        # counting commands as they reach this process would arm late (or after the goal) when
+        # its DDS delivery stalls, and the fault would never happen.
+        assert wait_for(lambda: any(r["time"] >= sent_wall and r["status"] is not None
+                                    for r in platform.requests(limit=20)), 15.0), "the goal sent no request"
         arm_fault(platform)
     response = goal.wait(40.0)
     result = response.result
