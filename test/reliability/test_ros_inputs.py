@@ -59,8 +59,8 @@ def _stop(harness, timer) -> None:
 def _goal(harness, planner, arm, max_actions: int):
     sent = time.monotonic()
     response = GoalRun(harness.node, planner, "pick up the cup", max_seconds=10.0, max_actions=max_actions).wait(30)
-    time.sleep(0.2)
-    return response, [v for t, v in arm.command_log() if t >= sent]
+    # every command the outcome counts, and the hold: this process may receive them late
+    return response, [v for _, v in arm.settled_commands(response.result.outcome.actions + 1, since=sent)]
 
 
 def _image(encoding="rgb8", step=WIDTH * 3, size=WIDTH * 3 * HEIGHT) -> Callable[[], Image]:

@@ -134,9 +134,10 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(ros, policy
     assert response.status == 5  # GoalStatus.STATUS_CANCELED
     assert response.result.status == Act.Result.STATUS_INTERRUPTED
     assert response.result.outcome.reason == "interrupted" and response.result.outcome.held
-    time.sleep(0.5)
-    # Timed by when the node published (DDS source stamps), not when this process, which now
-    # and then stalls for a second, got round to receiving.
+    # Every command the outcome counts, and the hold, may reach this process late (it now and
+    # then stalls for a second or more): wait for them all, then time them by when the node
+    # published them (DDS source stamps), not by when they arrived.
+    assert wait_for(lambda: len(arm.sent_at) >= response.result.outcome.actions + 1, 5.0)
     after = [t for t in arm.sent_at if t >= called]
     assert after, "no hold was published"
     assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the interrupt"
@@ -153,7 +154,7 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(ros, policy_node,
     assert response.status == 5
     assert response.result.status == Act.Result.STATUS_CANCELED
     assert response.result.outcome.reason == "canceled" and response.result.outcome.held
-    time.sleep(0.5)
+    assert wait_for(lambda: len(arm.sent_at) >= response.result.outcome.actions + 1, 5.0)  # as above
     after = [t for t in arm.sent_at if t >= called]  # the node's publish times, as above
     assert after, "no hold was published"
     assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the cancel"
@@ -352,7 +353,8 @@ def test_joint_trajectory_commands_carry_names_and_positions(ros, policy_node, p
     process, arm, planner = start_arm(ros, policy_node, platform, command_type="joint_trajectory")
     result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
     assert result.status == Act.Result.STATUS_TIMEOUT, result.message
-    time.sleep(0.3)
+    wait_for(lambda: len(arm.trajectories) >= result.outcome.actions + 1, 5.0)  # this process may receive late
+    time.sleep(0.2)  # and a moment more for any extra one
     received = arm.trajectories
     assert len(received) == result.outcome.actions + 1
     first = received[0]
@@ -411,7 +413,8 @@ def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, plat
     assert wait_for(lambda: planner.outcomes, 5.0), "no outcome published before the node went down"
     outcome = planner.outcomes[-1]
     assert outcome.reason == "shutdown" and outcome.held
-    time.sleep(0.3)  # the last commands may still be on their way to this process
+    # the last commands may still be on their way to this process
+    assert wait_for(lambda: len(arm.sent_at) >= outcome.actions + 1, 5.0)
     after = [t for t in arm.sent_at if t >= stopped]  # published after the stop, by the node's stamps
     assert 1 <= len(after) <= 3 and after[-1] - stopped <= 2.0
 
