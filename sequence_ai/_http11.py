@@ -93,12 +93,13 @@ class _Connection:
     """One socket (TLS or plain), the bytes read past the last answer, and who is at the other
     end (for messages: "the worker", "the gateway")."""
 
-    __slots__ = ("peer", "pending", "sock")
+    __slots__ = ("peer", "pending", "received", "sock")
 
     def __init__(self, sock: socket.socket, peer: str):
         self.sock = sock
         self.peer = peer
         self.pending = b""
+        self.received = 0  # bytes read for the request in progress
 
     def reusable(self) -> bool:
         """An idle kept-alive socket is fit for the next request unless the server closed it (or
@@ -122,6 +123,10 @@ class _KeptAliveClient:
     """A small pool of kept-alive connections to one server; a subclass opens them (`_connect`)."""
 
     peer = "the server"
+    # Send a request again, once, on a new connection when a kept-alive one fails before a byte
+    # of the answer arrived: the server closed it as the request went out (its idle timeout).
+    # Off for the worker, whose /act calls have their own replay rules (_worker.py).
+    replays_stale = False
 
     def __init__(self, host: str, port: int, netloc: str, prefix: str, *, headers: Optional[Mapping[str, str]],
                  timeout: Optional[float]):
@@ -154,16 +159,17 @@ class _KeptAliveClient:
         lines = [f"{method} {self._prefix}{path} HTTP/1.1", *(f"{name}: {value}" for name, value in merged.items())]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
 
-    def _take(self, timeout: Optional[float]) -> _Connection:
+    def _take(self, timeout: Optional[float]) -> Tuple[_Connection, bool]:
+        """A connection for the next request, and whether it is a kept-alive one."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("Cannot send a request, as the client has been closed.")
             while self._idle:
                 connection = self._idle.pop()
                 if connection.reusable():
-                    return connection
+                    return connection, True
                 connection.close()
-        return self._connect(timeout)
+        return self._connect(timeout), False
 
     def _give_back(self, connection: _Connection) -> None:
         with self._lock:
@@ -227,7 +233,17 @@ class _KeptAliveClient:
         head = self.head(method, path, headers, body if json is not None or method in ("POST", "PUT", "PATCH")
                          else None)
         timeout = self._timeout if timeout is None else timeout
-        connection = self._take(timeout)
+        connection, kept = self._take(timeout)
+        try:
+            return self._exchange(connection, method, head, body, timeout)
+        except (httpx.WriteError, httpx.ReadError, httpx.RemoteProtocolError):
+            if not (kept and self.replays_stale and connection.received == 0):
+                raise
+        return self._exchange(self._connect(timeout), method, head, body, timeout)
+
+    def _exchange(self, connection: _Connection, method: str, head: bytes, body: bytes,
+                  timeout: Optional[float]) -> WorkerResponse:
+        connection.received = 0
         try:
             connection.sock.settimeout(timeout)
             try:
@@ -280,6 +296,7 @@ class GatewayClient(_KeptAliveClient):
     name the host."""
 
     peer = "the gateway"
+    replays_stale = True  # telemetry posts: a report sent twice beats a batch lost
 
     def __init__(self, base_url: str, *, headers: Optional[Mapping[str, str]] = None,
                  timeout: Optional[float] = 10.0, context: Optional[ssl.SSLContext] = None):
@@ -330,7 +347,9 @@ def _dumps(value: Any) -> bytes:
 
 def _recv(connection: _Connection) -> bytes:
     try:
-        return connection.sock.recv(_RECV)
+        data = connection.sock.recv(_RECV)
+        connection.received += len(data)
+        return data
     except socket.timeout:
         raise httpx.ReadTimeout(f"timed out waiting for {connection.peer}") from None
     except (OSError, ssl.SSLError) as exc:

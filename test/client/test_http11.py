@@ -270,6 +270,37 @@ def test_the_gateway_client_posts_over_plain_http_on_one_kept_alive_connection_u
     assert [json.loads(body) for _, _, body in server.requests] == [{"reports": [n]} for n in range(3)]
 
 
+def test_the_gateway_client_sends_once_more_when_a_kept_alive_connection_closes_unanswered(scripted):
+    # The second post meets the server closing the idle connection: it goes again, on a new one.
+    server = scripted((answer(), False), (b"", True), (answer(b'{"n":3}'), False), tls=False)
+    with GatewayClient(server.url, timeout=5.0) as client:
+        assert client.post("/v1/reports/act", json={"reports": [1]}).status_code == 200
+        assert client.post("/v1/reports/act", json={"reports": [2]}).json() == {"n": 3}
+    assert [number for number, _, _ in server.requests] == [1, 1, 2]
+    assert [json.loads(body) for _, _, body in server.requests] == [{"reports": [1]}, {"reports": [2]}, {"reports": [2]}]
+
+
+@pytest.mark.parametrize("script", [
+    [(b"", True)],  # a new connection: the server really did not answer
+    [(answer(), False), (answer(b'{"steps": [[1.0, 2.0]]}')[:-6], True)],  # part of an answer came
+], ids=["new-connection", "part-answered"])
+def test_the_gateway_client_does_not_send_again_after_a_new_connection_or_part_of_an_answer(scripted, script):
+    server = scripted(*script, tls=False)
+    with GatewayClient(server.url, timeout=5.0) as client, pytest.raises(httpx.RemoteProtocolError):
+        for _ in script:
+            client.post("/v1/reports/act", json={})
+    assert len(server.requests) == len(script)
+
+
+def test_the_worker_client_leaves_sending_again_to_the_act_loop(scripted):
+    server = scripted((answer(), False), (b"", True))
+    with client_for(server) as client:
+        client.post("/act", json={})
+        with pytest.raises(httpx.RemoteProtocolError):
+            client.post("/act", json={})
+    assert len(server.requests) == 2
+
+
 def test_the_gateway_client_verifies_https_like_httpx_and_sends_nothing_to_an_untrusted_server(scripted, monkeypatch):
     server = scripted()
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
