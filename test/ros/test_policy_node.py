@@ -138,6 +138,8 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(ros, policy
     # then stalls for a second or more): wait for them all, then time them by when the node
     # published them (DDS source stamps), not by when they arrived.
     assert wait_for(lambda: len(arm.sent_at) >= response.result.outcome.actions + 1, 5.0)
+    time.sleep(0.3)  # and a moment more for any extra one
+    assert len(arm.sent_at) == response.result.outcome.actions + 1, "one command per action, then one hold"
     after = [t for t in arm.sent_at if t >= called]
     assert after, "no hold was published"
     assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the interrupt"
@@ -155,6 +157,8 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(ros, policy_node,
     assert response.result.status == Act.Result.STATUS_CANCELED
     assert response.result.outcome.reason == "canceled" and response.result.outcome.held
     assert wait_for(lambda: len(arm.sent_at) >= response.result.outcome.actions + 1, 5.0)  # as above
+    time.sleep(0.3)
+    assert len(arm.sent_at) == response.result.outcome.actions + 1, "one command per action, then one hold"
     after = [t for t in arm.sent_at if t >= called]  # the node's publish times, as above
     assert after, "no hold was published"
     assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the cancel"
@@ -415,6 +419,7 @@ def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, plat
     assert outcome.reason == "shutdown" and outcome.held
     # the last commands may still be on their way to this process
     assert wait_for(lambda: len(arm.sent_at) >= outcome.actions + 1, 5.0)
+    time.sleep(0.3)  # and a moment more for any extra one
     after = [t for t in arm.sent_at if t >= stopped]  # published after the stop, by the node's stamps
     assert 1 <= len(after) <= 3 and after[-1] - stopped <= 2.0
 
