@@ -75,7 +75,7 @@ class Fetch(Generic[T]):
     def __init__(self, call: Callable[[Callable[[], bool]], T], *, name: str = "sequence-ai-refill"):
         self.started_at = time.monotonic()
         self.finished_at: Optional[float] = None
-        self._abandoned = threading.Event()
+        self._abandoned = False  # a plain flag: read by the fetch's thread, set once by abandon()
         self._done = threading.Event()
         self._value: Any = None
         self._error: Optional[BaseException] = None
@@ -83,7 +83,7 @@ class Fetch(Generic[T]):
 
     def _run(self, call: Callable[[Callable[[], bool]], T]) -> None:
         try:
-            self._value = call(self._abandoned.is_set)
+            self._value = call(self._is_abandoned)
         except BaseException as exc:  # handed to the driving thread by result()
             self._error = exc
         finally:
@@ -103,9 +103,12 @@ class Fetch(Generic[T]):
             raise error
         return self._value
 
+    def _is_abandoned(self) -> bool:
+        return self._abandoned
+
     def abandon(self) -> None:
-        self._abandoned.set()
+        self._abandoned = True
 
     @property
     def abandoned(self) -> bool:
-        return self._abandoned.is_set()
+        return self._abandoned

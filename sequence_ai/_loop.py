@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import sys
 import threading
 import time
@@ -115,6 +116,10 @@ class ControlLoop:
         self.ended: Optional[float] = None
         self.final: Optional[RunOutcome] = None
         self._resets_at_start = policy._worker.episode_resets
+        # lookahead 1: the action count before which a top-up cannot start a request (the buffer
+        # only shrinks between installs, and the lead time changes only at one), so the ticks in
+        # between skip it; 0 after every install.
+        self._top_up_from = 0
 
     # -- small helpers ---------------------------------------------------------------------
 
@@ -273,10 +278,18 @@ class ControlLoop:
             return
         per_chunk = max(1, self.p._steps_per_chunk)
         buffer, inflight = self.p._buffer, self.p._inflight
+        single = self.s.lookahead == 1
         while self.actions + len(buffer) + len(inflight) * per_chunk < self.s.max_actions:
             if len(buffer) / per_chunk + len(inflight) >= self.s.lookahead:
+                if single:
+                    # a request in flight: not until it lands; a whole chunk buffered: not until
+                    # one row of it has played (one tick early, to be safe)
+                    self._top_up_from = self.s.max_actions if inflight else self.actions + len(buffer) - per_chunk
                 return
-            if self.s.lookahead == 1 and (len(buffer) == 0 or len(buffer) / hz > lead):
+            if single and (len(buffer) == 0 or len(buffer) / hz > lead):
+                if len(buffer) > 0:
+                    # the first tick at which len(buffer) / hz <= lead, one early to be safe
+                    self._top_up_from = self.actions + max(0, math.floor(len(buffer) - lead * hz) - 1)
                 return
             inflight.append(self.submit())
 
@@ -298,6 +311,7 @@ class ControlLoop:
         if self.s.smooth_seam and self.chunks > 0 and before is not None and is_absolute_space(chunk.action_space):
             rows = blend_seam(rows, before, self.s.smooth_seam)
         self.p._install_rows(rows, append=append, chunk=chunk)
+        self._top_up_from = 0
         self.p._record_served(flight, prediction, warmup_s=warmup_s)
         self.chunks += 1
         self.action_space = chunk.action_space
@@ -312,17 +326,19 @@ class ControlLoop:
         error: Optional[BaseException] = None
         self.restart_schedule()
         self.running = True
+        interrupted, buffer, several = self.p._interrupt.is_set, self.p._buffer, s.lookahead > 1
         try:
             self.status("starting")
             while self.actions < s.max_actions:
-                if self.interrupted():
+                if interrupted():
                     raise Interrupted()
-                if len(self.p._buffer) == 0:
+                if len(buffer) == 0:
                     self.take_delivery()
-                self.collect_ready()
+                if several:
+                    self.collect_ready()
                 if self.actions == 0:
                     self.top_up()
-                if self.interrupted():
+                if interrupted():
                     raise Interrupted()
                 if s.max_seconds is not None and self.elapsed() >= s.max_seconds:
                     reason = "timeout"
@@ -330,7 +346,7 @@ class ControlLoop:
                 if s.until is not None and s.until():
                     reason = "until"
                     break
-                action = self.p._buffer.pop()
+                action = buffer.pop()
                 if s.validate is not None and not s.validate(action):
                     reason = "validate"
                     break
@@ -342,8 +358,9 @@ class ControlLoop:
                 if self.actions < s.max_actions:
                     # Prefetch right after an action, in the slack of the period, so observe()
                     # and encoding never delay the next action past its tick.
-                    self.top_up()
-                    s.pacer.wait(1.0 / self.hz(), self.p._interrupt.is_set)
+                    if self.actions >= self._top_up_from:
+                        self.top_up()
+                    s.pacer.wait(1.0 / self.hz(), interrupted)
             else:
                 reason = "completed"
         except Interrupted:

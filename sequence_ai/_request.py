@@ -8,12 +8,13 @@ before anything is sent.
 from __future__ import annotations
 
 import dataclasses
-import secrets
+import random
 import warnings
 from typing import Any, Dict, Mapping, Optional
 
 from ._errors import InvalidRequest
 from ._limits import check_body_size
+from ._observation import observation_problems, problems_message, trim_frames
 from ._wire import Model, Observation
 
 __all__ = ["VALIDATE_MODES", "ObservationCheck", "act_body", "new_rid", "observation_wire", "with_instruction"]
@@ -22,8 +23,10 @@ VALIDATE_MODES = ("warn", "strict", "off")
 
 
 def new_rid() -> str:
-    """A correlation id for one logical act: `r-` + 8 lower-case hex."""
-    return "r-" + secrets.token_hex(4)
+    """A correlation id for one logical act: `r-` + 8 lower-case hex. Not a secret, so the
+    module-level PRNG (seeded from the OS, reseeded in a forked child) rather than a system call
+    per request."""
+    return f"r-{random.getrandbits(32):08x}"
 
 
 def with_instruction(observation: Any, instruction: str) -> Any:
@@ -56,8 +59,6 @@ class ObservationCheck:
         """The observation to send (maybe trimmed); warns or raises InvalidRequest on problems."""
         if self.mode == "off" or row is None or not isinstance(observation, Observation):
             return observation
-        from ._observation import observation_problems, problems_message, trim_frames
-
         problems, rejected = observation_problems(row, observation)
         if problems:
             message = problems_message(row, problems, rejected)

@@ -23,6 +23,31 @@ def test_prefetch_hides_300ms_latency_with_zero_underruns_over_150_actions(platf
     assert 0.25 < estimate < 0.6
 
 
+def test_each_prefetch_starts_at_the_first_tick_its_lead_allows(platform):
+    # §7.7: the next chunk's request starts once the buffered motion is down to the lead (1.25 ×
+    # the latency estimate + 2 deviations + a period): not a tick later, which eats into its
+    # margin, and not a tick earlier, which sends an older observation. The loop skips the
+    # top-up on ticks where it cannot start one; this pins that it never skips the one that can.
+    platform.fault("latency", ms=150, jitter=0.3)
+    robot = Robot()
+    sends = []
+    with policy_for(platform) as policy:
+        submit = policy._submit
+
+        def recording(observation, **kwargs):
+            sends.append((len(policy._buffer), policy._latency.lead_s(1 / PERIOD), policy._steps_per_chunk))
+            return submit(observation, **kwargs)
+
+        policy._submit = recording
+        out = policy.run(**run_kwargs(robot), max_actions=90)
+    prefetches = [(buffered, lead, per_chunk) for buffered, lead, per_chunk in sends if buffered > 0]
+    assert out.underruns == 0 and len(prefetches) >= 8, (out, sends)
+    for buffered, lead, per_chunk in prefetches:
+        assert buffered * PERIOD <= lead, f"sent with {buffered} rows left, lead {lead:.3f} s: too early"
+        assert buffered + 1 >= per_chunk or (buffered + 1) * PERIOD > lead, \
+            f"sent with {buffered} rows left, lead {lead:.3f} s: a tick late"
+
+
 def test_refill_estimate_leaves_out_a_slow_admission(platform):
     # The first request pays a 1.5 s admission (a cold gateway); the worker answers in ~0.1 s.
     platform.fault("latency", ms=1500, route="connect", count=1)
