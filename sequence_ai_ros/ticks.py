@@ -7,7 +7,10 @@ dropped, never replayed as a burst; after a stall the next action waits for the 
 
 The node also calls `on_beat()` just before each command goes out: the run's first command and
 the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
-commands are one period apart — the spacing the step and velocity checks assume.
+commands are one period apart — the spacing the step and velocity checks assume. So does a
+command whose thread was held up for more than half a tick interval between the tick that
+released it and the publish (a starved CPU, a long-held GIL): going out then would put it less
+than half a period before the next tick's command.
 
 A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
 until the node calls `sent()` after publishing, at most HANDOFF_S. Otherwise the executor's own
@@ -18,7 +21,8 @@ it — a few hundred microseconds on every command, more in the tail (docs/ROS.m
 from __future__ import annotations
 
 import threading
-from typing import Callable
+import time
+from typing import Callable, Optional
 
 __all__ = ["TimerTicks"]
 
@@ -40,9 +44,15 @@ class TimerTicks:
         self._released = False  # a tick released the loop and no command has gone out since
         self._waiting = False  # the loop is blocked until the next tick
         self._sent = threading.Event()  # the command of the latest tick went out
+        self._tick_at: Optional[float] = None  # monotonic time of the latest tick
+        self._interval: Optional[float] = None  # between the latest two ticks (wall time: sim time too)
 
     def tick(self) -> None:
+        now = time.monotonic()
         with self._cond:
+            if self._tick_at is not None:
+                self._interval = now - self._tick_at
+            self._tick_at = now
             self._ticks += 1
             waiting = self._waiting
             self._sent.clear()
@@ -76,13 +86,18 @@ class TimerTicks:
             self._seen = self._ticks
 
     def on_beat(self, interrupted: Callable[[], bool]) -> None:
-        """Just before a command goes out: at once when a tick released the loop and nothing was
-        published since; otherwise (a run's first command, the first after a stall) at the next
+        """Just before a command goes out: at once when a tick released the loop, nothing was
+        published since and the latest tick is less than half a tick interval old; otherwise (a
+        run's first command, the first after a stall, a command held up past that) at the next
         tick, which then counts as this command's."""
         with self._cond:
             if self._released:
                 self._released = False
-                return
+                late = (self._interval is not None and self._tick_at is not None
+                        and time.monotonic() - self._tick_at > self._interval / 2)
+                if not late:
+                    return
+                # held up past half the interval since the releasing tick: its slot is gone
             self._await_tick_after(self._ticks, interrupted)
             self._seen = self._ticks
             self._fresh = False

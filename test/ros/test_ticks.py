@@ -88,6 +88,24 @@ def test_a_command_released_by_a_tick_goes_out_at_once():
     assert time.monotonic() - started < 0.05
 
 
+@pytest.mark.parametrize("held_up_s, waits", [(0.02, False), (0.07, True)], ids=["briefly", "past-half"])
+def test_a_command_held_up_past_half_a_tick_interval_waits_for_the_next_tick(held_up_s, waits):
+    # Released by a tick, then the thread does not run for a while (a starved CPU, a long-held
+    # GIL). Going out after more than half the interval would put the command less than half a
+    # period before the next tick's.
+    ticks = TimerTicks()
+    ticks.reset()
+    ticks.tick()
+    threading.Timer(0.1, ticks.tick).start()  # the interval is ~0.1 s
+    ticks.wait(0.1, never)  # released by that tick
+    time.sleep(held_up_s)
+    threading.Timer(0.1, ticks.tick).start()
+    started = time.monotonic()
+    ticks.on_beat(never)
+    took = time.monotonic() - started
+    assert took >= 0.06 if waits else took < 0.05, took
+
+
 def test_after_a_stall_the_command_waits_for_a_tick_and_the_next_for_the_one_after():
     ticks = TimerTicks()
     ticks.reset()
