@@ -108,7 +108,3 @@ class Fetch(Generic[T]):
 
     def abandon(self) -> None:
         self._abandoned = True
-
-    @property
-    def abandoned(self) -> bool:
-        return self._abandoned

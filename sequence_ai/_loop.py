@@ -262,9 +262,10 @@ class ControlLoop:
         self.status("running")
 
     def collect_ready(self) -> None:
-        """lookahead > 1: append every chunk that has already arrived, so the buffer holds them."""
+        """lookahead > 1 (run() calls it only then): append every chunk that has already arrived,
+        so the buffer holds them."""
         inflight = self.p._inflight
-        while self.s.lookahead > 1 and inflight and inflight[0].fetch.done():
+        while inflight and inflight[0].fetch.done():
             flight = inflight.popleft()
             self.install(flight.fetch.result(), flight)
 

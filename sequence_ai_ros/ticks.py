@@ -93,8 +93,8 @@ class TimerTicks:
         with self._cond:
             if self._released:
                 self._released = False
-                late = (self._interval is not None and self._tick_at is not None
-                        and time.monotonic() - self._tick_at > self._interval / 2)
+                # (an interval implies a latest tick)
+                late = self._interval is not None and time.monotonic() - self._tick_at > self._interval / 2
                 if not late:
                     return
                 # held up past half the interval since the releasing tick: its slot is gone

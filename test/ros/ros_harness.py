@@ -126,6 +126,14 @@ class ArmDouble:
         time.sleep(0.2)
         return [(t, v) for t, v in self.command_log() if t >= since]
 
+    def settled_stamps(self, expected: int, timeout_s: float = 5.0) -> List[float]:
+        """The node's publish stamps (`sent_at`) once `expected` commands have arrived, and a moment
+        more, as settled_commands: for timing by the node's clock rather than on arrival."""
+        wait_for(lambda: len(self.sent_at) >= expected, timeout_s)
+        time.sleep(0.2)
+        with self._lock:
+            return list(self.sent_at)
+
 
 class Planner:
     """What a planner uses: the act action, the two services, and the latched topics."""

@@ -137,10 +137,9 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(ros, policy
     # Every command the outcome counts, and the hold, may reach this process late (it now and
     # then stalls for a second or more): wait for them all, then time them by when the node
     # published them (DDS source stamps), not by when they arrived.
-    assert wait_for(lambda: len(arm.sent_at) >= response.result.outcome.actions + 1, 5.0)
-    time.sleep(0.3)  # and a moment more for any extra one
-    assert len(arm.sent_at) == response.result.outcome.actions + 1, "one command per action, then one hold"
-    after = [t for t in arm.sent_at if t >= called]
+    stamps = arm.settled_stamps(response.result.outcome.actions + 1)
+    assert len(stamps) == response.result.outcome.actions + 1, "one command per action, then one hold"
+    after = [t for t in stamps if t >= called]
     assert after, "no hold was published"
     assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the interrupt"
     assert len(after) <= 3, f"{len(after)} commands after the interrupt"
@@ -156,10 +155,9 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(ros, policy_node,
     assert response.status == 5
     assert response.result.status == Act.Result.STATUS_CANCELED
     assert response.result.outcome.reason == "canceled" and response.result.outcome.held
-    assert wait_for(lambda: len(arm.sent_at) >= response.result.outcome.actions + 1, 5.0)  # as above
-    time.sleep(0.3)
-    assert len(arm.sent_at) == response.result.outcome.actions + 1, "one command per action, then one hold"
-    after = [t for t in arm.sent_at if t >= called]  # the node's publish times, as above
+    stamps = arm.settled_stamps(response.result.outcome.actions + 1)  # as above
+    assert len(stamps) == response.result.outcome.actions + 1, "one command per action, then one hold"
+    after = [t for t in stamps if t >= called]  # the node's publish times, as above
     assert after, "no hold was published"
     assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the cancel"
     assert len(after) <= 3, f"{len(after)} commands after the cancel"
@@ -417,10 +415,9 @@ def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, plat
     assert wait_for(lambda: planner.outcomes, 5.0), "no outcome published before the node went down"
     outcome = planner.outcomes[-1]
     assert outcome.reason == "shutdown" and outcome.held
-    # the last commands may still be on their way to this process
-    assert wait_for(lambda: len(arm.sent_at) >= outcome.actions + 1, 5.0)
-    time.sleep(0.3)  # and a moment more for any extra one
-    after = [t for t in arm.sent_at if t >= stopped]  # published after the stop, by the node's stamps
+    stamps = arm.settled_stamps(outcome.actions + 1)  # the last may still be on their way here
+    assert len(stamps) >= outcome.actions + 1
+    after = [t for t in stamps if t >= stopped]  # published after the stop, by the node's stamps
     assert 1 <= len(after) <= 3 and after[-1] - stopped <= 2.0
 
 
