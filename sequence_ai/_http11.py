@@ -39,7 +39,7 @@ from ._errors import CertPinError
 from ._tls import certificate_fingerprint
 from ._version import __version__
 
-__all__ = ["GatewayClient", "PinnedClient", "WorkerResponse"]
+__all__ = ["GatewayClient", "PinnedClient", "WorkerResponse", "compact_json"]
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[ -~]*")
@@ -219,19 +219,23 @@ class _KeptAliveClient:
 
     # -- requests --------------------------------------------------------------------------
 
-    def post(self, path: str, *, json: Any = None, headers: Optional[Mapping[str, str]] = None,
-             timeout: Optional[float] = None) -> WorkerResponse:
-        return self.request("POST", path, json=json, headers=headers, timeout=timeout)
+    def post(self, path: str, *, json: Any = None, content: Optional[bytes] = None,
+             headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> WorkerResponse:
+        return self.request("POST", path, json=json, content=content, headers=headers, timeout=timeout)
 
     def get(self, path: str, *, headers: Optional[Mapping[str, str]] = None,
             timeout: Optional[float] = None) -> WorkerResponse:
         return self.request("GET", path, headers=headers, timeout=timeout)
 
-    def request(self, method: str, path: str, *, json: Any = None, headers: Optional[Mapping[str, str]] = None,
-                timeout: Optional[float] = None) -> WorkerResponse:
-        body = b"" if json is None else _dumps(json)
-        head = self.head(method, path, headers, body if json is not None or method in ("POST", "PUT", "PATCH")
-                         else None)
+    def request(self, method: str, path: str, *, json: Any = None, content: Optional[bytes] = None,
+                headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> WorkerResponse:
+        """`content`: a JSON body already encoded (compact, UTF-8), sent as is; otherwise `json`."""
+        if content is not None:
+            body = content
+        else:
+            body = b"" if json is None else compact_json(json)
+        sized = content is not None or json is not None or method in ("POST", "PUT", "PATCH")
+        head = self.head(method, path, headers, body if sized else None)
         timeout = self._timeout if timeout is None else timeout
         connection, kept = self._take(timeout)
         try:
@@ -341,7 +345,8 @@ def _pinning_context() -> ssl.SSLContext:
     return context
 
 
-def _dumps(value: Any) -> bytes:
+def compact_json(value: Any) -> bytes:
+    """JSON as it goes on the wire: compact, UTF-8, no NaN/inf (ValueError)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 

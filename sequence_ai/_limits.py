@@ -7,26 +7,33 @@ on the wire (compact JSON, UTF-8) refuses it here instead, naming the size and t
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ._errors import InvalidRequest
+from ._http11 import compact_json
 
-__all__ = ["ACT_BODY_LIMIT_BYTES", "check_body_size"]
+__all__ = ["ACT_BODY_LIMIT_BYTES", "check_body_size", "encode_within_limit"]
 
 ACT_BODY_LIMIT_BYTES = 4 * 1024 * 1024  # the worker's limit (docs/PLATFORM.md)
 
 
-def check_body_size(body: Any, limit_bytes: int = ACT_BODY_LIMIT_BYTES, what: str = "/act request") -> int:
-    """The body's size on the wire, or InvalidRequest when it exceeds `limit_bytes`."""
+def encode_within_limit(body: Any, limit_bytes: int = ACT_BODY_LIMIT_BYTES, what: str = "/act request") -> bytes:
+    """The body as it goes on the wire, or InvalidRequest when it cannot be sent as JSON or
+    exceeds `limit_bytes`."""
     try:
-        size = len(json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8"))
+        encoded = compact_json(body)
     except ValueError as exc:  # NaN/inf in the observation: httpx would refuse it too, less clearly
         raise InvalidRequest(f"{what} cannot be sent as JSON: {exc}") from None
+    size = len(encoded)
     if size > limit_bytes:
         raise InvalidRequest(
             f"{what} is {size / 1048576:.1f} MiB ({size} bytes), above the worker's limit of "
             f"{limit_bytes / 1048576:g} MiB ({limit_bytes} bytes); send smaller or fewer frames "
             "(encode() resizes to the model's client_resize)"
         )
-    return size
+    return encoded
+
+
+def check_body_size(body: Any, limit_bytes: int = ACT_BODY_LIMIT_BYTES, what: str = "/act request") -> int:
+    """The body's size on the wire, or InvalidRequest as `encode_within_limit`."""
+    return len(encode_within_limit(body, limit_bytes, what))

@@ -213,7 +213,7 @@ class Policy:
             raise SequencesError("this Policy is closed")
         row = self._row() if self._check.mode != "off" else None
         observation = self._check.apply(row, observation)
-        body = act_body(self.model, observation, seed=self._seed, options=options or {})
+        body, encoded = act_body(self.model, observation, seed=self._seed, options=options or {})
         instruction = body["observation"].get("instruction")
         self._instruction_in_force = instruction if isinstance(instruction, str) else None
         trace = ActTrace(rid=new_rid())
@@ -221,7 +221,7 @@ class Policy:
         def call(cancelled: Callable[[], bool]) -> Prediction:
             try:
                 answer = self._worker.act(body, rid=trace.rid, episode_id=episode_id, timeout_s=timeout_s,
-                                          cancelled=cancelled, trace=trace)
+                                          cancelled=cancelled, trace=trace, encoded=encoded)
                 prediction = parse_prediction(answer, rid=trace.rid, model=self.model)
                 self._check_width(prediction.action_chunk)
                 return prediction

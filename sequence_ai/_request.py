@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import warnings
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ._errors import InvalidRequest
-from ._limits import check_body_size
+from ._limits import encode_within_limit
 from ._observation import observation_problems, problems_message, trim_frames
 from ._wire import Model, Observation
 
@@ -73,12 +73,13 @@ class ObservationCheck:
         return trimmed
 
 
-def act_body(model: str, observation: Any, *, seed: Optional[int], options: Mapping[str, Any]) -> Dict[str, Any]:
-    """The /act body; options whose value is None are dropped (the embodiment is added by the
-    worker connection, which may adopt one from the connect answer). A body over the worker's
-    size limit is InvalidRequest here, before anything is sent."""
+def act_body(model: str, observation: Any, *, seed: Optional[int],
+             options: Mapping[str, Any]) -> Tuple[Dict[str, Any], bytes]:
+    """The /act body and its bytes on the wire; options whose value is None are dropped (the
+    embodiment and episode are added by the worker connection, to the bytes). A body over the
+    worker's size limit is InvalidRequest here, before anything is sent. Encoded once, here: the
+    size check needs the bytes, and the frames are most of them."""
     body: Dict[str, Any] = {"model": model, "observation": observation_wire(observation)}
     extra = {"seed": seed, **options}
     body.update({k: v for k, v in extra.items() if v is not None})
-    check_body_size(body)  # refused here, before a byte is uploaded
-    return body
+    return body, encode_within_limit(body)  # refused here, before a byte is uploaded

@@ -23,7 +23,7 @@ import httpx
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
 from ._errors import AuthError, CertPinError, SequencesError, Unavailable
 from ._http import error_from_response, gateway_call
-from ._http11 import PinnedClient
+from ._http11 import PinnedClient, compact_json
 from ._tls import pinned_client
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
@@ -58,6 +58,17 @@ class ActTrace:
     reconnects: int = 0
     first_after_connect: bool = False
     rid_mismatch: bool = False
+
+
+def with_fields(payload: Mapping[str, Any], encoded: Optional[bytes], extra: Mapping[str, Any]) -> bytes:
+    """The /act body on the wire: `payload` with `extra`'s keys set. When `encoded` (the payload
+    as compact JSON) is given and no key is replaced, `extra` is appended to those bytes instead
+    of encoding the frames again."""
+    if encoded is None or any(key in payload for key in extra):
+        return compact_json({**payload, **extra})
+    if not extra:
+        return encoded
+    return encoded[:-1] + (b"," if payload else b"") + compact_json(extra)[1:]
 
 
 class _Link:
@@ -178,9 +189,10 @@ class WorkerConnection:
 
     def act(self, payload: Dict[str, Any], *, rid: str, episode_id: Optional[str] = None,
             timeout_s: Optional[float] = None, cancelled: Callable[[], bool] = lambda: False,
-            trace: Optional[ActTrace] = None) -> Any:
+            trace: Optional[ActTrace] = None, encoded: Optional[bytes] = None) -> Any:
         """POST /act until it answers; returns the parsed JSON body. `timeout_s` (warm-wait
-        attempts) sets both the read timeout and a deadline for the whole call."""
+        attempts) sets both the read timeout and a deadline for the whole call. `encoded`:
+        `payload` as compact JSON already (act_body), so the frames are not encoded again."""
         trace = trace or ActTrace()
         trace.rid = rid
         start = self._clock()
@@ -194,16 +206,17 @@ class WorkerConnection:
         while True:
             if cancelled():
                 raise Abandoned("request abandoned")
-            body = dict(payload)
+            extra: Dict[str, Any] = {}
             worker_episode = self.worker_episode(episode_id)
             if worker_episode is not None:
-                body["episode_id"] = worker_episode
-            if self.embodiment and "embodiment" not in body:
-                body["embodiment"] = self.embodiment
+                extra["episode_id"] = worker_episode
+            if self.embodiment and "embodiment" not in payload:
+                extra["embodiment"] = self.embodiment
+            content = with_fields(payload, encoded, extra)
             trace.first_after_connect = not link.served
             sent = self._clock()
             try:
-                response = link.client.post("/act", json=body, headers={"X-Seq-Request-Id": rid},
+                response = link.client.post("/act", content=content, headers={"X-Seq-Request-Id": rid},
                                             timeout=read_timeout)
             except CertPinError:
                 # A pin fresh from the gateway that does not match fails closed. A pin that had

@@ -163,6 +163,34 @@ def test_embodiment_adopted_from_the_connect_answer_is_sent_on_acts(monkeypatch)
     assert json.loads(s.act_requests[0].content)["embodiment"] == "left_arm"
 
 
+def test_an_encoded_body_is_sent_with_the_episode_and_embodiment_appended_not_encoded_again(monkeypatch):
+    import json
+
+    answer = grant().json()
+    answer["embodiment"] = "left_arm"
+    s = Scripted(monkeypatch, [httpx.Response(200, json=answer)], [ok()])
+    payload = {"model": "m", "observation": {"instruction": "pick"}}
+    # the frames' bytes as act_body encoded them; spaced differently from compact JSON, so a body
+    # encoded again from `payload` would not start with them
+    encoded = b'{"model": "m", "observation": {"instruction": "pick"}}'
+    s.connection.act(payload, rid="r-00000001", episode_id="mine", encoded=encoded)
+    sent = s.act_requests[0].content
+    assert sent.startswith(encoded[:-1] + b",")
+    assert json.loads(sent) == {**payload, "episode_id": "mine", "embodiment": "left_arm"}
+
+
+def test_with_fields_encodes_again_only_when_a_key_is_replaced():
+    import json
+
+    payload = {"model": "m", "episode_id": "theirs"}
+    encoded = worker_module.compact_json(payload)
+    assert worker_module.with_fields(payload, encoded, {}) is encoded
+    replaced = worker_module.with_fields(payload, encoded, {"episode_id": "ours"})
+    assert json.loads(replaced) == {"model": "m", "episode_id": "ours"} and replaced.count(b"episode_id") == 1
+    assert json.loads(worker_module.with_fields({}, b"{}", {"embodiment": "e"})) == {"embodiment": "e"}
+    assert json.loads(worker_module.with_fields(payload, None, {"seed": 3})) == {**payload, "seed": 3}
+
+
 def test_a_link_closed_by_another_thread_is_replaced_without_spending_an_attempt(monkeypatch):
     s = Scripted(monkeypatch, [grant(), grant(epoch=2, secret="dsk_2")], [ok(), ok()])
     s.connection.act({}, rid="r-00000001")
