@@ -4,6 +4,11 @@ Only the HTTP call runs here; observe/validate/act stay on the driving thread. A
 thread of its own, so an abandoned fetch (after an interrupt) never delays the next one. The
 threads are reused: one that finished its fetch waits up to IDLE_S for the next, because starting
 a thread per refill costs more CPU than the refill's HTTP exchange (bench/bench_underruns.py).
+
+These threads run under SCHED_BATCH where Linux offers it (`background_thread`): a woken batch
+thread does not preempt the thread running on its CPU. The driving thread hands a refill over
+and goes on holding the GIL until it sleeps; a refill thread that preempted it there could only
+block on that GIL, costing both threads a context switch (docs/CLIENT-LOOP.md).
 """
 
 from __future__ import annotations
@@ -13,11 +18,26 @@ import threading
 import time
 from typing import Any, Callable, Generic, List, Optional, TypeVar
 
-__all__ = ["Fetch"]
+__all__ = ["Fetch", "background_thread"]
 
 T = TypeVar("T")
 
 IDLE_S = 10.0  # a runner with nothing to do for this long exits
+
+
+def background_thread() -> None:
+    """Put the calling thread under SCHED_BATCH (Linux; nothing elsewhere, or if refused). A
+    thread started by one under SCHED_FIFO with SCHED_RESET_ON_FORK (the ROS node's control
+    threads) starts under SCHED_OTHER, so this never lowers a real-time thread: it is only called
+    first thing on threads this package starts."""
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is None:
+        return
+    try:
+        if os.sched_getscheduler(0) == os.SCHED_OTHER:
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+    except OSError:
+        pass
 
 
 _idle: List[_Runner] = []  # runners waiting for a job
@@ -45,6 +65,7 @@ class _Runner:
         runner._go.release()
 
     def _loop(self) -> None:
+        background_thread()
         while True:
             if not self._go.acquire(timeout=IDLE_S):
                 with _pool_lock:

@@ -12,6 +12,7 @@ import threading
 from collections import deque
 from typing import Any, Dict, List, Optional
 
+from ._fetch import background_thread
 from ._worker import ActTrace
 
 __all__ = ["TelemetrySender", "act_report"]
@@ -81,6 +82,7 @@ class TelemetrySender:
             pass  # telemetry never disturbs the robot
 
     def _loop(self) -> None:
+        background_thread()
         while not self._stop.is_set():
             self._wake.wait(FLUSH_EVERY_S)
             self._wake.clear()
