@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 __all__ = ["NodeProcess", "config_path", "ros_environment"]
 
@@ -52,7 +52,7 @@ class NodeProcess:
 
     def __init__(self, executable: str, *, params_files: Sequence[Path] = (), namespace: str = "",
                  parameters: Optional[Dict[str, object]] = None, env: Optional[Dict[str, str]] = None,
-                 log_path: Optional[Path] = None):
+                 log_path: Union[str, Path, None] = None):
         if executable not in MODULES:
             raise ValueError(f"unknown executable {executable!r}; expected one of {', '.join(MODULES)}")
         args: List[str] = [sys.executable, "-P", "-m", MODULES[executable], "--ros-args"]
@@ -63,7 +63,7 @@ class NodeProcess:
         if namespace:
             args += ["-r", f"__ns:={namespace}"]
         self.args = args
-        self.log_path = log_path
+        self.log_path = Path(log_path) if log_path else None  # output() reads it back
         self._log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(args, env=ros_environment(env), stdout=self._log, stderr=subprocess.STDOUT)
 

@@ -109,3 +109,15 @@ def test_a_goal_after_the_startup_timeout_warms_again_and_the_node_recovers(ros,
     assert response.status == 4, response.result.message  # GoalStatus.STATUS_SUCCEEDED
     assert response.result.status == Act.Result.STATUS_TIMEOUT and response.result.outcome.actions > 0
     assert process.running
+
+
+def test_a_node_that_cannot_start_says_why_in_the_log_read_back_from_a_str_path(platform, tmp_path):
+    # NodeProcess takes the log path as a str too (bench_ros_jitter.py passes one); output()
+    # reads it back for the failure message.
+    log = str(tmp_path / "policy_node.log")
+    with NodeProcess("policy_node", namespace="/bad_arm", env=platform.env(), log_path=log,
+                     parameters={"gripper_open_position": 0.5, "gripper_closed_position": 0.5}) as process:
+        assert wait_for(lambda: not process.running, 60.0)
+        text = process.output()
+    assert process.process.returncode == 1
+    assert "cannot start" in text and "gripper_open_position and gripper_closed_position must differ" in text
