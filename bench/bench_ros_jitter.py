@@ -180,6 +180,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
                 return {"skipped": "goal did not finish"}
             outcome = answer.result().result.outcome
             result["actions"], result["reason"], result["planned"] = int(outcome.actions), outcome.reason, actions
+            result["message"] = outcome.message
             result["underruns"] = int(outcome.underruns)
             arrivals = arm.arrivals[: int(outcome.actions)]  # the hold that follows is not a control tick
             result["intervals"] = [b - a for a, b in zip(arrivals, arrivals[1:])]
@@ -217,7 +218,9 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
     log(f"  ros: {result.get('actions')} actions ({result.get('reason')}), jitter p99 "
         f"{common.percentile(jitter, 99) * 1000:.2f} ms, camera→request p50 "
         f"{common.percentile(result['camera_to_request'], 50) * 1000:.1f} ms "
-        f"({result['tagged']}/{result['requests']} requests matched to a frame)")
+        f"({result['tagged']}/{result['requests']} requests matched to a frame), largest gap between camera "
+        f"publishes {result['largest_publish_gap_s'] * 1000:.0f} ms"
+        + ("" if result.get("reason") in (None, "completed") else f"; the node said: {result.get('message')}"))
     return result
 
 
