@@ -26,10 +26,10 @@ IDLE_S = 10.0  # a runner with nothing to do for this long exits
 
 
 def background_thread() -> None:
-    """Put the calling thread under SCHED_BATCH (Linux; nothing elsewhere, or if refused). A
-    thread started by one under SCHED_FIFO with SCHED_RESET_ON_FORK (the ROS node's control
-    threads) starts under SCHED_OTHER, so this never lowers a real-time thread: it is only called
-    first thing on threads this package starts."""
+    """Put the calling thread under SCHED_BATCH (Linux; elsewhere, or if refused, nothing). Only
+    a thread under SCHED_OTHER changes: one that inherited a real-time policy keeps it (the ROS
+    node's control threads start theirs with SCHED_RESET_ON_FORK, so they start SCHED_OTHER).
+    Called first thing on the threads this package starts."""
     policy = getattr(os, "SCHED_BATCH", None)
     if policy is None:
         return
