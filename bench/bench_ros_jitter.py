@@ -104,6 +104,7 @@ class Arm:
         self.q = list(HOME)
         self.arrivals: List[float] = []  # monotonic, on arrival at this subscriber
         self.published: List[float] = []  # the node's DDS source timestamps (wall clock, seconds)
+        self.joint_times: List[float] = []  # monotonic, each joint-state publish
         self._joint_state = JointState
         self.joint_pub = node.create_publisher(JointState, f"{namespace}/joint_states", qos_profile_sensor_data)
         node.create_subscription(Float64MultiArray, f"{namespace}/arm_controller/commands", self._on_command,
@@ -119,6 +120,7 @@ class Arm:
             self.q = values[:7]
 
     def _publish_joints(self) -> None:
+        self.joint_times.append(time.monotonic())
         self.joint_pub.publish(self._joint_state(name=[*JOINTS, "fr3_finger_joint1"], position=[*self.q, 0.04]))
 
 
@@ -187,6 +189,8 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             published = arm.published[: int(outcome.actions)]
             result["publish_intervals"] = [b - a for a, b in zip(published, published[1:])]
             result["publish_times"] = published
+            joints = list(arm.joint_times)
+            result["largest_joint_state_gap_s"] = max((b - a for a, b in zip(joints, joints[1:])), default=float("nan"))
         finally:
             executor.shutdown(timeout_sec=2.0)
             node.destroy_node()
@@ -219,7 +223,8 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
         f"{common.percentile(jitter, 99) * 1000:.2f} ms, camera→request p50 "
         f"{common.percentile(result['camera_to_request'], 50) * 1000:.1f} ms "
         f"({result['tagged']}/{result['requests']} requests matched to a frame), largest gap between camera "
-        f"publishes {result['largest_publish_gap_s'] * 1000:.0f} ms"
+        f"publishes {result['largest_publish_gap_s'] * 1000:.0f} ms, between joint-state publishes "
+        f"{result.get('largest_joint_state_gap_s', float('nan')) * 1000:.0f} ms"
         + ("" if result.get("reason") in (None, "completed") else f"; the node said: {result.get('message')}"))
     return result
 

@@ -167,7 +167,9 @@ def ros_rows(result: Dict) -> List[Row]:
     completed = result.get("reason") == "completed"
     ended = "" if completed else (f"; the goal ended `{result.get('reason')}` after {result.get('actions')} of "
                                   f"{result.get('planned')} actions ({result.get('message')}; largest gap between "
-                                  f"camera publishes {ms(result.get('largest_publish_gap_s', float('nan')))})")
+                                  f"camera publishes {ms(result.get('largest_publish_gap_s', float('nan')))}, "
+                                  f"between joint-state publishes "
+                                  f"{ms(result.get('largest_joint_state_gap_s', float('nan')))})")
     return [
         Row("ROS command interval jitter p99 |interval − 66.7 ms|, 15 Hz, two 448×252 streams (node publish times, "
             "realtime_priority 40)",
