@@ -124,6 +124,10 @@ class Arm:
         self.joint_pub.publish(self._joint_state(name=[*JOINTS, "fr3_finger_joint1"], position=[*self.q, 0.04]))
 
 
+def _largest_gap(times: List[float]) -> float:
+    return max((b - a for a, b in zip(times, times[1:])), default=float("nan"))
+
+
 def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str, object]:
     """{"intervals": [s], "camera_to_request": [s], "actions": n, "reason": ...} or {"skipped": why}."""
     try:
@@ -189,8 +193,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             published = arm.published[: int(outcome.actions)]
             result["publish_intervals"] = [b - a for a, b in zip(published, published[1:])]
             result["publish_times"] = published
-            joints = list(arm.joint_times)
-            result["largest_joint_state_gap_s"] = max((b - a for a, b in zip(joints, joints[1:])), default=float("nan"))
+            result["largest_joint_state_gap_s"] = _largest_gap(list(arm.joint_times))
         finally:
             executor.shutdown(timeout_sec=2.0)
             node.destroy_node()
@@ -206,7 +209,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
                 published[int(counter)] = float(stamp)
     stamps = sorted(published.values())
     result["frames_published"] = len(stamps)
-    result["largest_publish_gap_s"] = max((b - a for a, b in zip(stamps, stamps[1:])), default=float("nan"))
+    result["largest_publish_gap_s"] = _largest_gap(stamps)
     calls = [c for c in common.read_log(requests_log) if c.get("instruction") == "pick up the cup"]
     result["camera_to_request"] = [c["time"] - published[c["tag"]] for c in calls if c.get("tag") in published]
     result["requests"], result["tagged"] = len(calls), len(result["camera_to_request"])

@@ -12,7 +12,7 @@ from typing import Any
 from ._errors import InvalidRequest
 from ._http11 import compact_json
 
-__all__ = ["ACT_BODY_LIMIT_BYTES", "check_body_size", "encode_within_limit"]
+__all__ = ["ACT_BODY_LIMIT_BYTES", "encode_within_limit"]
 
 ACT_BODY_LIMIT_BYTES = 4 * 1024 * 1024  # the worker's limit (docs/PLATFORM.md)
 
@@ -32,8 +32,3 @@ def encode_within_limit(body: Any, limit_bytes: int = ACT_BODY_LIMIT_BYTES, what
             "(encode() resizes to the model's client_resize)"
         )
     return encoded
-
-
-def check_body_size(body: Any, limit_bytes: int = ACT_BODY_LIMIT_BYTES, what: str = "/act request") -> int:
-    """The body's size on the wire, or InvalidRequest as `encode_within_limit`."""
-    return len(encode_within_limit(body, limit_bytes, what))

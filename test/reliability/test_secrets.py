@@ -30,7 +30,7 @@ from sequence_ai import (
     cli,
     connect,
 )
-from sequence_ai._limits import ACT_BODY_LIMIT_BYTES, check_body_size
+from sequence_ai._limits import ACT_BODY_LIMIT_BYTES, encode_within_limit
 
 HZ = 60.0  # these tests pin what is sent, not the pace: a fast loop keeps them short
 
@@ -150,7 +150,7 @@ def test_body_over_the_worker_limit_is_refused_before_upload_naming_size_and_lim
 
 
 def test_body_just_under_the_limit_is_sent_and_judged_by_the_worker(platform):
-    overhead = check_body_size({"model": "pi05-droid", "observation": _frames_of("").to_wire()})
+    overhead = len(encode_within_limit({"model": "pi05-droid", "observation": _frames_of("").to_wire()}))
     just_under = _frames_of("A" * ((ACT_BODY_LIMIT_BYTES - overhead - 256) // 2))
     with policy_for(platform, validate="off") as policy, pytest.raises(InvalidRequest) as info:
         policy.predict(just_under)
