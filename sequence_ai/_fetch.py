@@ -91,10 +91,13 @@ if hasattr(os, "register_at_fork"):
 
 
 class Fetch(Generic[T]):
-    """Runs `call(cancelled)` on a daemon thread. `cancelled()` turns true once abandoned."""
+    """Runs `call(cancelled)` on a daemon thread. `cancelled()` turns true once abandoned;
+    `on_done()` (the Policy's Waiter.notify) is called on that thread when the call returns."""
 
-    def __init__(self, call: Callable[[Callable[[], bool]], T], *, name: str = "sequence-ai-refill"):
+    def __init__(self, call: Callable[[Callable[[], bool]], T], *, name: str = "sequence-ai-refill",
+                 on_done: Optional[Callable[[], None]] = None):
         self.started_at = time.monotonic()
+        self._on_done = on_done
         self.finished_at: Optional[float] = None
         self._abandoned = False  # a plain flag: read by the fetch's thread, set once by abandon()
         self._done = threading.Event()
@@ -110,9 +113,15 @@ class Fetch(Generic[T]):
         finally:
             self.finished_at = time.monotonic()
             self._done.set()
+            if self._on_done is not None:
+                self._on_done()
 
     def done(self) -> bool:
         return self._done.is_set()
+
+    def succeeded(self) -> bool:
+        """Done, with a value (not an exception) to hand over."""
+        return self._done.is_set() and self._error is None
 
     def wait(self, timeout_s: float) -> bool:
         return self._done.wait(timeout_s)

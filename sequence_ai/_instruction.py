@@ -33,14 +33,23 @@ class InstructionLatch:
             self._pending_since = time.monotonic()
             return True
 
+    def seed(self, instruction: str) -> None:
+        """Put `instruction` in force without counting it as a swap (run(instruction=...))."""
+        if not isinstance(instruction, str):
+            raise TypeError(f"instruction must be a str, not {type(instruction).__name__}")
+        with self._lock:
+            self._value = instruction
+            self._pending_since = None
+
     def clear(self) -> None:
         with self._lock:
             self._value = None
             self._pending_since = None
 
     def consume(self) -> Tuple[Optional[str], Optional[float]]:
-        """(instruction in force, lag of a swap applied now or None)."""
+        """(instruction in force, when the sentence being applied now was set, or None). The lag
+        is measured by the caller, up to the first action computed with it (WIRE.md §7.11 counts
+        it at the observation; the guide's bound is about the action)."""
         with self._lock:
             since, self._pending_since = self._pending_since, None
-            lag = None if since is None else time.monotonic() - since
-            return self._value, lag
+            return self._value, since

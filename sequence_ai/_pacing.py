@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Callable, Optional
 
+from ._waiting import InterruptFlag
+
 try:
     from typing import Protocol
 except ImportError:  # pragma: no cover - Python < 3.8
@@ -18,43 +20,9 @@ except ImportError:  # pragma: no cover - Python < 3.8
 
 __all__ = ["POLL_S", "InterruptFlag", "MonotonicPacer", "Pacer"]
 
-# Longest a pacer may sleep without looking at the interrupt flag.
+# Longest MonotonicPacer sleeps without calling an `interrupted` it cannot block on (a plain
+# callable rather than the Policy's InterruptFlag or a threading.Event).
 POLL_S = 0.02
-
-
-class InterruptFlag:
-    """The Policy's interrupt flag: threading.Event's set/clear/is_set/wait, on a raw lock that
-    is held while the flag is down. The control loop sleeps on it once per action, and there
-    `wait()` is one C call, where Event.wait runs a Condition's Python code — on this code path
-    that difference is measurable CPU per action (bench/bench_underruns.py)."""
-
-    def __init__(self) -> None:
-        self._up = False
-        self._gate = threading.Lock()
-        self._gate.acquire()
-        self._mutex = threading.Lock()
-
-    def set(self) -> None:
-        with self._mutex:
-            if not self._up:
-                self._up = True
-                self._gate.release()
-
-    def clear(self) -> None:
-        with self._mutex:
-            if self._up:
-                self._up = False
-                self._gate.acquire()  # at most a moment: a waiter holds it only to pass it on
-
-    def is_set(self) -> bool:
-        return self._up
-
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """True once the flag is up; False after `timeout` seconds without it."""
-        if self._gate.acquire(True, -1 if timeout is None else max(0.0, timeout)):
-            self._gate.release()
-            return True
-        return self._up
 
 
 class Pacer(Protocol):

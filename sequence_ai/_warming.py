@@ -7,52 +7,33 @@ is called before each one. Any other error ends the wait at once.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-import warnings
 from typing import Callable, Optional, Tuple, TypeVar
 
+from ._console import warming_line, warn_user
 from ._errors import Unavailable
 
-__all__ = ["Interrupted", "WarmWait", "default_on_warming", "interruptible_sleep"]
+__all__ = ["WarmWait", "eta_of"]
 
 T = TypeVar("T")
 OnWarming = Callable[[float, float], None]
 
 
-class Interrupted(BaseException):
-    """interrupt() was called: unwinds the driving thread to the loop, which holds and reports
-    `interrupted`. A BaseException so a broad `except Exception` cannot swallow it."""
-
-
-def interruptible_sleep(seconds: float, interrupted: Callable[[], bool]) -> None:
-    end = time.monotonic() + seconds
-    while True:
-        if interrupted():
-            raise Interrupted()
-        remaining = end - time.monotonic()
-        if remaining <= 0:
-            return
-        time.sleep(min(remaining, 0.02))
-
-
-def _eta_text(eta_s: float) -> str:
-    return f"{eta_s:.0f}s" if eta_s < 90 else f"~{eta_s / 60:.0f} min"
-
-
-def default_on_warming(waited_s: float, eta_s: float) -> None:
-    print(f"[sequences] starting the model, about {_eta_text(eta_s)} to go (waited {waited_s:.0f}s so far)",
-          file=sys.stdout, flush=True)
+def eta_of(answer: object) -> Optional[float]:
+    """The `eta_s` of a /v1/act/ready answer, or None when it has none (or not a number)."""
+    eta = answer.get("eta_s") if isinstance(answer, dict) else None
+    return float(eta) if isinstance(eta, (int, float)) and not isinstance(eta, bool) else None
 
 
 class WarmWait:
-    """One warm-wait. Its state (`active`, `waited_s`, `eta_s`) is readable from other threads."""
+    """One warm-wait. Its state (`active`, `waited_s`, `eta_s`) is readable from other threads.
+    `sleep(seconds)` is the Policy's interruptible sleep (raises Interrupted)."""
 
-    def __init__(self, budget_s: float, on_warming: Optional[OnWarming], interrupted: Callable[[], bool]):
+    def __init__(self, budget_s: float, on_warming: Optional[OnWarming], sleep: Callable[[float], None]):
         self.budget_s = budget_s
-        self._on_warming = on_warming or default_on_warming
-        self._interrupted = interrupted
+        self._on_warming = on_warming or warming_line
+        self._sleep = sleep
         self._lock = threading.Lock()
         self.active = False
         self.started: Optional[float] = None
@@ -92,5 +73,5 @@ class WarmWait:
                               job_id=exc.job_id) from None
         self.eta_s = wait
         self._on_warming(self.waited_s, wait)
-        warnings.warn(f"model is warming: {exc.message}; retrying in {wait:.0f}s", UserWarning, stacklevel=3)
-        interruptible_sleep(wait, self._interrupted)
+        warn_user(f"model is warming: {exc.message}; retrying in {wait:.0f}s")
+        self._sleep(wait)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sequence_ai._buffer import ActionBuffer, blend_seam, is_absolute_space, seam_jump
+from sequence_ai._buffer import ActionBuffer
+from sequence_ai._stitch import blend_seam, is_absolute_space, seam_jump
 
 
 def test_install_replaces_the_buffer_at_lookahead_one():
