@@ -50,7 +50,7 @@ def warn_user(message: str, category: Type[Warning] = UserWarning) -> None:
     """warnings.warn pointing at the first frame outside this package: the caller's own line
     (their run() call, or the thread function that made it), wherever inside it the warning arose."""
     frame = sys._getframe(1)
-    level = 1
+    level = 2  # stacklevel 1 is this function's own line, 2 its caller's (frame above)
     while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)).startswith(_PACKAGE_DIR):
         frame = frame.f_back
         level += 1

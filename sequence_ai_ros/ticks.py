@@ -26,7 +26,8 @@ from typing import Callable, Optional
 
 __all__ = ["TimerTicks"]
 
-# Longest wait without looking at the interrupt flag.
+# Longest wait without looking at an `interrupted` that cannot wake the wait itself (a plain
+# callable; the Policy's interrupt flag wakes it at once).
 _POLL_S = 0.02
 # Longest the timer's thread stands aside after a tick for the loop's command to go out.
 HANDOFF_S = 0.005
@@ -46,6 +47,7 @@ class TimerTicks:
         self._sent = threading.Event()  # the command of the latest tick went out
         self._tick_at: Optional[float] = None  # monotonic time of the latest tick
         self._interval: Optional[float] = None  # between the latest two ticks (wall time: sim time too)
+        self._woken_by: set = set()  # ids of the interrupt flags that notify this object
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -102,11 +104,25 @@ class TimerTicks:
             self._seen = self._ticks
             self._fresh = False
 
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
     def _await_tick_after(self, count: int, interrupted: Callable[[], bool]) -> None:
-        """Block (lock held, released while waiting) until tick number `count` + 1 or an interrupt."""
+        """Block (lock held, released while waiting) until tick number `count` + 1 or an interrupt.
+        When `interrupted` is a flag's `is_set` that can tell us (the Policy's), it wakes this wait
+        the moment it goes up; any other callable is looked at every _POLL_S."""
+        flag = getattr(interrupted, "__self__", None)
+        on_set = getattr(flag, "on_set", None)
+        timeout = _POLL_S
+        if callable(on_set):
+            if id(flag) not in self._woken_by:
+                on_set(self._wake)
+                self._woken_by.add(id(flag))
+            timeout = None
         self._waiting = True
         try:
             while self._ticks <= count and not interrupted():
-                self._cond.wait(_POLL_S)
+                self._cond.wait(timeout)
         finally:
             self._waiting = False

@@ -176,3 +176,26 @@ def wait_until(predicate, timeout_s: float = 2.0) -> bool:
             return True
         time.sleep(0.005)
     return predicate()
+
+
+def test_a_tick_wait_is_woken_by_the_policy_interrupt_flag_not_by_polling_it():
+    from sequence_ai._waiting import InterruptFlag
+
+    class CountingFlag(InterruptFlag):
+        def __init__(self):
+            super().__init__()
+            self.looks = 0
+
+        def is_set(self):
+            self.looks += 1
+            return super().is_set()
+
+    ticks, flag = TimerTicks(), CountingFlag()
+    ticks.reset()
+    waiter = threading.Thread(target=ticks.wait, args=(1 / 15, flag.is_set))
+    waiter.start()
+    assert wait_until(lambda: ticks._waiting)
+    threading.Timer(0.5, flag.set).start()  # no tick comes: only the flag can end the wait
+    waiter.join(5.0)
+    assert not waiter.is_alive()
+    assert flag.looks <= 4, f"looked {flag.looks} times in half a second: a poll"
