@@ -4,8 +4,8 @@
 
 For each latency a local platform of its own whose worker spends latency ±20 % (uniform, seeded)
 in the model (`bench_policy.delayed`, which logs every latency and the time it really slept). Both
-clients run on that worker at the same time, each in a process of its own: a warm-up predict(),
-then run() for N actions at the model's 15 Hz, open-loop horizon 8, no-op robot. All latencies run
+clients run on that worker at the same time, each in a process of its own: a warm-up predict()
+whose rows are drained, then run() for N actions at the model's 15 Hz, open-loop horizon 8, no-op robot. All latencies run
 in parallel, so the whole sweep takes as long as its slowest run (physics unchanged: 15 Hz, real
 seconds).
 
@@ -49,6 +49,8 @@ def observation(instruction):
 obs = observation(tag)
 with sequence_ai.connect("pi05-droid") as policy:
     policy.predict(observation("warmup " + tag))  # admission, TLS, catalogue: not measured
+    for _ in range(policy.buffered):
+        policy.next_action()  # drained: the run starts on an empty buffer (a blocking fill, no underrun)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     out = policy.run(observe=lambda: obs, act=lambda a: None, validate=lambda a: True, max_actions=actions,
                      progress=False, open_loop_horizon=8, **({"lookahead": lookahead} if lookahead > 1 else {}))
