@@ -234,6 +234,21 @@ class ControlLoop:
         if self.s.on_chunk is not None:
             self.s.on_chunk(dataclasses.replace(chunk, observation=flight.observation))
 
+    def start_when_carried(self) -> None:
+        """Pipelined, before the first action: when the next chunk can be counted on (its request's
+        start plus the lead, the margin every request is timed with) only after the rows buffered
+        would have played, wait for it — at most that long — so the arm starts a moment later
+        instead of stopping after its first chunk (above the window, where this happens)."""
+        in_flight = self.r.in_flight
+        lead = self.r.latency.lead_s(self.hz())
+        if not (self.s.pipelined and in_flight and lead is not None) or in_flight[0].fetch.done():
+            return
+        start = in_flight[0].fetch.started_at + lead - len(self.r.buffer) / self.hz()
+        if start > time.monotonic():
+            deadline = start if self.deadline is None else min(start, self.deadline)
+            self.r.wait(in_flight[0], deadline)
+            self.restart_schedule()
+
     def played(self, action: Any) -> None:
         self.last_action = action
         self.actions += 1
@@ -263,6 +278,7 @@ class ControlLoop:
                     self.collect_arrived()
                 if self.actions == 0:
                     prefetch.top_up(self)
+                    self.start_when_carried()
                 if interrupted():
                     raise Interrupted()
                 if self.deadline is not None and time.monotonic() >= self.deadline:
