@@ -4,12 +4,16 @@
 latest-sample caches (stale or bad input raises, which stops the run and holds); each row is
 converted to a command and safety-checked in `validate` before `act` may publish it; `hold` puts
 one hold command on the topic (position: where the arm is; velocity: zero).
+
+How a chunk meets the motion in progress is the client's business (`stitch`, `smooth_seam`): a
+displacement row arrives with the `q_ref` that makes `q_ref + row` its stitched target, so the node
+converts each row on its own, whichever request it came from and however many are in flight.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import sequence_ai
 
@@ -47,25 +51,19 @@ class ArmLoop:
         )
         self._lock = threading.Lock()
         self.instruction = ""
-        # The joint state the playing chunk was computed from: its displacement rows offset it.
-        self._q_ref: Optional[List[float]] = None
         self._pending: Optional[Command] = None
         self.last_command: Optional[Command] = None
+        self._last_chunk: Optional[int] = None  # the chunk number of the last validated row
         self.unsafe_reason = ""
         self.published_this_tick = 0
-        self._chunk_start = True
-        self._blend_in_node = mapping.needs_q_ref and config.smooth_seam > 0 and config.command_interface == "position"
-        self._seam_anchor: Optional[List[float]] = None
-        self._seam_index = 0
 
     # -- per run -------------------------------------------------------------------------------
     def begin_run(self, instruction: str) -> None:
         with self._lock:
             self.instruction = instruction
-            self._seam_anchor = None
-            self._q_ref = None
             self._pending = None
             self.last_command = None
+            self._last_chunk = None
             self.unsafe_reason = ""
 
     # -- the four callables ---------------------------------------------------------------------
@@ -81,38 +79,20 @@ class ArmLoop:
         )
         return observation
 
-    def on_chunk(self, chunk: Any) -> None:
-        """A chunk was installed: remember the joint state its rows are relative to."""
-        self._chunk_start = True
-        with self._lock:
-            # Seam ramp in command space for displacement rows (the client blends absolute rows
-            # itself): from the last target, never on the run's first chunk.
-            if self._blend_in_node and self.last_command is not None:
-                self._seam_anchor = list(self.last_command.joints)
-                self._seam_index = 0
-            else:
-                self._seam_anchor = None
-        if self.mapping.needs_q_ref:
-            # One chunk at a time (lookahead 1 is enforced for displacement rows): the new chunk
-            # replaces the buffer, so its rows are the next to play.
-            with self._lock:
-                self._q_ref = list(chunk.observation.proprioception.joint_positions)
-
     def validate(self, row: Sequence[float]) -> bool:
         """Convert and check one row; False (the run stops, nothing published) if unsafe."""
         reading = read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint)
         for sample in self.cameras.values():
             sample.fresh()  # a camera that stopped stops the run, even mid-chunk
-        with self._lock:
-            q_ref = self._q_ref
+        chunk = getattr(row, "chunk", None)
         try:
-            command = self._ramp(self.mapping.command(row, q_ref))
+            command = self.mapping.command(row, getattr(row, "q_ref", None))
             previous = None
             if command.interface == "position":
                 # Steps are measured from the target the arm is tracking: the last published one,
                 # or where it is (first command, or a dry run that publishes nothing).
                 # In a dry run the arm stays put, so a new chunk starts from where it really is.
-                dry_seam = self.config.dry_run and self._chunk_start
+                dry_seam = self.config.dry_run and chunk != self._last_chunk
                 previous = self.last_command.joints if (self.last_command and not dry_seam) else reading.positions
             check_command(command.joints, command.interface, self.limits, previous, self.period_s())
         except (UnsafeCommand, ValueError) as exc:
@@ -121,7 +101,7 @@ class ArmLoop:
             self._pending = None
             return False
         self._pending = command
-        self._chunk_start = False
+        self._last_chunk = chunk
         return True
 
     def act(self, row: Sequence[float]) -> None:
@@ -156,22 +136,6 @@ class ArmLoop:
         return Command(tuple(joints), gripper, "position")
 
     # -- helpers -------------------------------------------------------------------------------
-    def _ramp(self, command: Command) -> Command:
-        """The first smooth_seam targets of a new chunk, ramped linearly out of the last target."""
-        with self._lock:
-            anchor = self._seam_anchor
-            if anchor is None:
-                return command
-            n = self.config.smooth_seam
-            i = self._seam_index
-            self._seam_index += 1
-            if i >= n:
-                self._seam_anchor = None
-                return command
-        w = (i + 1) / (n + 1)
-        joints = tuple((1 - w) * a + w * b for a, b in zip(anchor, command.joints))
-        return Command(joints, command.gripper, command.interface)
-
     def _measured_gripper(self) -> Optional[float]:
         try:
             return read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint).gripper

@@ -51,12 +51,7 @@ class CommandMapping:
             if "absolute" in rows:
                 self.kind = "targets"
             elif semantics.get("to_joint_positions") == "offset_q_ref":
-                if config.lookahead > 1:
-                    raise ConfigError(
-                        f"{model.short_id} rows are displacements from the joint state of their own request; "
-                        "with lookahead > 1 the node cannot yet tell which request a row came from: set lookahead: 1"
-                    )
-                self.kind = "offset_q_ref"
+                self.kind = "offset_q_ref"  # each row carries its own q_ref (the client's Action)
             else:
                 raise ConfigError(
                     f"{model.short_id} rows are {rows or 'of an undeclared space'} and the model declares no verified "
@@ -82,7 +77,7 @@ class CommandMapping:
         n = len(self.config.joint_names)
         if self.kind == "offset_q_ref":
             if q_ref is None:
-                raise ValueError("a joint_delta row needs the joint state its chunk was computed from")
+                raise ValueError("a joint_delta row came without the joint state its chunk was computed from (q_ref)")
             joints = list(sequence_ai.to_joint_positions([prepared], list(q_ref), self.model)[0])[:n]
         else:
             joints = prepared[:n]

@@ -371,10 +371,10 @@ class PolicyNode(Node):
                 observe=self.arm.observe, act=self._act_on_beat, validate=self.arm.validate, hold=hold,
                 max_actions=max_actions, max_seconds=max_seconds,
                 until=(self._until.is_set if c.until_topic else None),
-                on_chunk=self.arm.on_chunk, prefetch=c.prefetch, lookahead=c.lookahead,
-                # displacement rows are ramped by the node after conversion (arm.py), not here
-                smooth_seam=0 if self.arm.mapping.needs_q_ref else c.smooth_seam,
-                align_chunks=c.align_chunks, startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
+                # a dry run's arm does not move: no motion to continue, each chunk as it comes
+                prefetch=c.prefetch, lookahead=c.lookahead or "auto", stitch="none" if c.dry_run else c.stitch,
+                smooth_seam=c.smooth_seam,
+                startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
                 progress=False,
             )
             reason = outcome.reason

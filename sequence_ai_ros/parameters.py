@@ -23,6 +23,7 @@ FRANKA_DQ_MAX = [2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61]
 COMMAND_TYPES = ("float64_multi_array", "joint_trajectory")
 COMMAND_INTERFACES = ("position", "velocity")
 BUSY_POLICIES = ("reject", "preempt")
+STITCH_MODES = ("continue", "align", "none")
 
 
 class ConfigError(ValueError):
@@ -51,9 +52,9 @@ class NodeConfig:
     max_image_age_s: float
     max_joint_state_age_s: float
     prefetch: bool
-    lookahead: int
+    lookahead: int  # 0: as many requests in flight as the latency needs
     smooth_seam: int
-    align_chunks: bool
+    stitch: str
     startup_timeout_s: float
     request_timeout_s: float
     dry_run: bool
@@ -96,9 +97,10 @@ PARAMETERS = {
     "max_image_age_s": (0.5, dict(description="A camera frame older than this stops the run", floats=(0.01, 60.0))),
     "max_joint_state_age_s": (0.25, dict(description="Joint states older than this stop the run", floats=(0.005, 60.0))),
     "prefetch": (True, dict(description="Request the next chunk while the current one plays")),
-    "lookahead": (1, dict(description="Chunks held in the buffer (1 = a new chunk replaces the buffer)", ints=(1, 8))),
-    "align_chunks": (True, dict(description="Start each prefetched chunk at the present: skip the rows for periods the arm already played while it was computed")),
-    "smooth_seam": (0, dict(description="Blend the first N steps of each new chunk (absolute action spaces only)", ints=(0, 64))),
+    "lookahead": (0, dict(description="Requests in flight: 0 = as many as the refill latency needs (pipelined); N = at most N chunks buffered or in flight", ints=(0, 8))),
+    "stitch": ("continue", dict(description="How an arriving chunk meets the motion in progress: continue | align | none (docs/CLIENT-LOOP.md)")),
+    "align_chunks": (False, dict(description="Older spelling of stitch: align; true overrides stitch")),
+    "smooth_seam": (0, dict(description="Ramp the first N targets of each new chunk out of the last one", ints=(0, 64))),
     "startup_timeout_s": (1800.0, dict(description="How long to wait for a cold worker before the first action, s", floats=(0.0, 7200.0))),
     "request_timeout_s": (30.0, dict(description="Timeout of one steady-state request, s", floats=(0.5, 600.0))),
     "dry_run": (False, dict(description="Compute and log every command but publish nothing")),
@@ -180,7 +182,7 @@ def read(node: Node) -> NodeConfig:
         prefetch=bool(_value(node, "prefetch")),
         lookahead=int(_value(node, "lookahead")),
         smooth_seam=int(_value(node, "smooth_seam")),
-        align_chunks=bool(_value(node, "align_chunks")),
+        stitch="align" if bool(_value(node, "align_chunks")) else _choice(node, "stitch", STITCH_MODES),
         startup_timeout_s=float(_value(node, "startup_timeout_s")),
         request_timeout_s=float(_value(node, "request_timeout_s")),
         dry_run=bool(_value(node, "dry_run")),

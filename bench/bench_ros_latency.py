@@ -1,0 +1,162 @@
+"""The ROS node at the platform's real latency, on the simulated arm, in the closed loop.
+
+    scripts/workspace.sh run .venv/bin/python -P bench/bench_ros_latency.py [--seconds 20] [--latencies 0.05,0.7]
+
+For each case a local platform whose worker serves the stand-in behind latency ±20 %
+(`bench_policy.delayed`), the policy node with the shipped `config/policy.yaml` (pi05-droid,
+position interface; only the start-up budget and input ages are widened for a busy 2-core
+machine), and `sim_robot` (the simulated arm: joint states at 100 Hz, two 448×252 cameras, as in
+`config/demo.yaml`), each in its own process; this process is the planner: one `act` goal toward
+the instruction's goal from the arm's home pose, and the commands as they arrive.
+
+Cases: the node's defaults at each latency, and at 0.7 s the node as it was before pipelining
+(`lookahead: 1`, `stitch: align`: the stop-and-go loop). Figures, as in bench_latency: held share
+(the outcome's underrun_s / elapsed_s), requests per second of motion (chunks ÷ actions/15),
+largest step between consecutive commanded targets ÷ the median step while moving, time from
+the goal to every joint settled within 0.02 rad of the goal, largest overshoot past the goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_latency
+import common
+
+HZ = 15.0
+SIM = {"image_width": 448, "image_height": 252, "camera_hz": 15.0, "joint_state_hz": 100.0}
+NODE = {"startup_timeout_s": 60.0, "max_image_age_s": 1.0, "max_joint_state_age_s": 0.5}
+BEFORE = {"lookahead": 1, "stitch": "align"}  # the node's loop before pipelining
+
+
+def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: int,
+         log: Callable[..., None] = print) -> Dict[str, object]:
+    """One goal on a fresh platform, node and arm: the figures, or {"error": why}."""
+    import rclpy
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Float64MultiArray
+
+    from sequence_ai_ros.action import Act
+    from sequence_ai_ros.msg import WarmingStatus
+    from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
+
+    os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
+    tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
+    namespace = f"/latency_arm_{os.getpid()}_{seed}"
+    with common.bench_platform(latency_s, bench_latency.JITTER, seed=seed) as platform:
+        sim = NodeProcess("sim_robot", namespace=namespace, parameters=SIM, env=platform.env(),
+                          log_path=os.path.join(tmp, "sim_robot.log"))
+        node_process = NodeProcess("policy_node", namespace=namespace, params_files=[config_path("policy.yaml")],
+                                   parameters={**NODE, **overrides}, env=platform.env(),
+                                   log_path=os.path.join(tmp, "policy_node.log"))
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        planner = rclpy.create_node("bench_planner", context=context)
+        executor = MultiThreadedExecutor(num_threads=2, context=context)
+        executor.add_node(planner)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        commands: List[tuple] = []
+        warming: List = []
+        try:
+            planner.create_subscription(Float64MultiArray, f"{namespace}/arm_controller/commands",
+                                        lambda m: commands.append((time.monotonic(), list(m.data)[:7])),
+                                        QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            planner.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append,
+                                        latched)
+            act = ActionClient(planner, Act, f"{namespace}/sequence_ai_policy/act")
+            spinner.start()
+            if not _wait(lambda: bool(warming) and warming[-1].ready, 90.0) or not node_process.running:
+                return {"error": "the node never became ready: " + node_process.output()[-400:]}
+            if not act.wait_for_server(timeout_sec=30.0):
+                return {"error": "no act action server"}
+            started = time.monotonic()
+            goal = Act.Goal(instruction=bench_latency.INSTRUCTION, max_seconds=float(seconds), max_actions=0)
+            sent = act.send_goal_async(goal)
+            if not _wait(sent.done, 30.0) or not sent.result().accepted:
+                return {"error": "goal not accepted: " + node_process.output()[-400:]}
+            answer = sent.result().get_result_async()
+            if not _wait(answer.done, seconds * 3 + 30):
+                return {"error": "goal did not finish"}
+            outcome = answer.result().result.outcome
+        finally:
+            executor.shutdown(timeout_sec=2.0)
+            planner.destroy_node()
+            rclpy.shutdown(context=context)
+            node_process.stop()
+            sim.stop()
+    moved = [(t - started, target) for t, target in commands if t >= started][: int(outcome.actions)]
+    result = figures(moved, outcome)
+    log(f"  ros latency {latency_s:g}s {overrides or 'defaults'}: {summary(result)}")
+    return result
+
+
+def figures(moved: List[tuple], outcome) -> Dict[str, object]:
+    from sequence_ai.platform.policies import instruction_goal
+
+    goal = instruction_goal(bench_latency.INSTRUCTION)
+    run = bench_latency.figures({"actions": int(outcome.actions), "chunks": int(outcome.chunks),
+                                 "underruns": int(outcome.underruns), "underrun_s": float(outcome.underrun_s),
+                                 "elapsed_s": float(outcome.elapsed_s), "reason": outcome.reason,
+                                 "ages": [], "log": moved}, goal)
+    run.pop("age_p50_s"), run.pop("age_p99_s")  # the node's rows carry their age; the planner cannot see it
+    return run
+
+
+def summary(r: Dict[str, object]) -> str:
+    if "error" in r:
+        return f"error: {r['error']}"
+    settle = "never" if r["settle_s"] is None else f"{r['settle_s']:.2f}s"
+    return (f"{r['actions']} actions ({r['reason']}), held {r['held_share'] * 100:.1f}% ({r['underruns']} underruns), "
+            f"{r['requests_per_s']:.2f} req/s, largest step {r['step_ratio']:.2f}x median, settle {settle}, "
+            f"overshoot {r['overshoot_rad']:.3f} rad")
+
+
+def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.7), log: Callable[..., None] = print
+            ) -> List[Dict[str, object]]:
+    """[{"latency_s", "node": figures, "node before": figures (at 0.7 s)}]; cases run one after another."""
+    try:
+        import rclpy  # noqa: F401
+
+        import sequence_ai_ros.processes  # noqa: F401
+    except ImportError as exc:
+        return [{"latency_s": latency, "node": {"error": f"ROS not importable ({exc})"}} for latency in latencies]
+    out = []
+    for index, latency in enumerate(latencies):
+        entry: Dict[str, object] = {"latency_s": latency, "node": case(latency, seconds, {}, 200 + index, log)}
+        if abs(latency - 0.7) < 1e-9:
+            entry["node before"] = case(latency, seconds, BEFORE, 300 + index, log)
+        out.append(entry)
+    return out
+
+
+def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--latencies", default="0.05,0.7")
+    args = parser.parse_args(argv)
+    measure(args.seconds, [float(x) for x in args.latencies.split(",")])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
