@@ -43,10 +43,10 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from std_msgs.msg import Float64MultiArray
-
     from sequence_ai_ros.action import Act
     from sequence_ai_ros.msg import WarmingStatus
+    from std_msgs.msg import Float64MultiArray
+
     from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
 
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})

@@ -63,7 +63,7 @@ def cycles(edges: Dict[str, Set[str]]) -> List[List[str]]:
         stack.append(node)
         for target in sorted(edges.get(node, ())):
             if state.get(target) == "open":
-                found.append(stack[stack.index(target):] + [target])
+                found.append([*stack[stack.index(target):], target])
             elif target not in state:
                 visit(target)
         stack.pop()
