@@ -18,10 +18,10 @@ from ._chunk import ActionChunk, Prediction
 from ._console import status_line, warn_user
 from ._driver import DriverGuard
 from ._errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
-from ._fetch import Fetch
 from ._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._instruction import InstructionLatch
 from ._loop import ControlLoop
+from ._model_row import ModelRow
 from ._outcome import RunOutcome, RunProgress
 from ._pacing import Pacer
 from ._refill import InFlight, Refills
@@ -69,14 +69,14 @@ class Policy:
                                         timeout_s=timeout_s, embodiment=embodiment, expect=expect)
         self._interrupt = InterruptFlag()
         self._waiter = Waiter(self._interrupt)
+        self._model_row = ModelRow(model, lambda: gateway_call("GET", base_url, "/v1/models?endpoint=act", api_key=None,
+                                                               timeout_s=timeout_s, client=self._gateway), self._waiter)
         self._refills = Refills(model=model, worker=self._worker, telemetry=self._telemetry, check=check,
-                                row=self._row, cached_row=self._cached_row, waiter=self._waiter, seed=seed)
+                                row=self._model_row.lookup, cached_row=self._model_row.cached, waiter=self._waiter,
+                                seed=seed)
         self._latch = InstructionLatch()
         self._guard = DriverGuard()
         self._lookahead: Union[int, str] = 1
-        self._spec_lock = threading.Lock()
-        self._spec: Optional[Model] = None
-        self._row_cache: Any = None  # Model, or False once the lookup failed
         self._loop: Optional[ControlLoop] = None
         self._warm: Optional[WarmWait] = None
         self.last_outcome: Optional[RunOutcome] = None
@@ -105,50 +105,9 @@ class Policy:
 
     # -- catalogue -------------------------------------------------------------------------
 
-    def _catalogue_row(self) -> Model:
-        from ._catalogue import find_model
-
-        answer = gateway_call("GET", self._base_url, "/v1/models?endpoint=act", api_key=None,
-                              timeout_s=self._timeout_s, client=self._gateway)
-        data = answer.get("data") if isinstance(answer, dict) else None
-        rows = [Model.from_wire(row) for row in (data or []) if isinstance(row, dict) and row.get("id")]
-        row = find_model(rows, self.model)
-        if row is None:
-            raise InvalidRequest(f"model {self.model!r} is not in the act catalogue")
-        return row
-
     def spec(self) -> Model:
         """The model's catalogue row (action space, image geometry, robot), fetched once."""
-        with self._spec_lock:
-            if self._spec is None:
-                self._spec = self._catalogue_row()
-                self._row_cache = self._spec
-            return self._spec
-
-    def _row(self) -> Optional[Model]:
-        """The row the send-time check uses; a failed lookup disables checking (§7.2). Looked up
-        on a background thread so an interrupt is honoured while the gateway is slow."""
-        with self._spec_lock:
-            if self._row_cache is None:
-                lookup: Fetch = Fetch(lambda cancelled: self._catalogue_row(), name="sequence-ai-catalogue",
-                                      on_done=self._waiter.notify)
-                try:
-                    self._waiter.until(lookup.done)
-                except Interrupted:
-                    lookup.abandon()
-                    raise
-                try:
-                    self._row_cache = self._spec = lookup.result()
-                except SequencesError:
-                    self._row_cache = False
-            return self._row_cache or None
-
-    def _cached_row(self) -> Optional[Model]:
-        return self._row_cache or None
-
-    def _layout(self) -> Optional[dict]:
-        row = self._cached_row()
-        return row.state_layout if row is not None else None
+        return self._model_row.spec()
 
     # -- readiness -------------------------------------------------------------------------
 
@@ -276,7 +235,7 @@ class Policy:
             self._lookahead = settings.lookahead
             loop = self._loop = ControlLoop(self._refills, settings, latch=self._latch,
                                             interrupted=self._interrupt.is_set, sleep=self._waiter.sleep,
-                                            on_warming=self._on_warming, layout=self._layout)
+                                            on_warming=self._on_warming, layout=self._model_row.layout)
             try:
                 return loop.run()
             finally:
