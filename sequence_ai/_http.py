@@ -11,7 +11,7 @@ from ._errors import AuthError, SequencesError, Unavailable
 from ._http11 import GatewayClient
 from ._httpx_gateway import HttpxGateway, proxy_for
 from ._status_errors import error_from_response
-from ._transport import Answer, GatewayTransport, TransportError, TransportTimeout
+from ._transport import Answer, AnswerTooLarge, GatewayTransport, TransportError, TransportTimeout
 from ._version import __version__
 
 __all__ = ["DEFAULT_BASE_URL", "error_from_response", "gateway_call", "gateway_client", "parse_json_answer",
@@ -105,6 +105,8 @@ def gateway_call(
     try:
         try:
             answer = http.request(method, path, json=json_body, timeout=timeout_s)
+        except AnswerTooLarge as exc:
+            raise SequencesError(f"refused the gateway's answer to {path.split('?')[0]}: {exc.message}") from None
         except TransportTimeout:
             if method.upper() == "POST":
                 raise Unavailable(f"request timed out after {timeout_s}s") from None

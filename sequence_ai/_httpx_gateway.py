@@ -21,7 +21,7 @@ import httpcore
 import httpx
 
 from ._limits import GATEWAY_ANSWER_LIMIT_BYTES
-from ._redact import Redactor, bearer_secret
+from ._redact import Redactor, bearer_secret, redact_library_logs
 from ._transport import (
     Answer,
     AnswerTooLarge,
@@ -175,6 +175,7 @@ class HttpxGateway:
         headers = {**headers, "Accept-Encoding": "identity"}
         self._timeout = timeout
         self._redactor = Redactor([bearer_secret(headers)])
+        redact_library_logs(self._redactor)
         self._client = httpx.Client(base_url=base_url, headers=headers, timeout=timeout,
                                     transport=_DeadlineTransport(proxy_for(base_url), limit))
 

@@ -26,6 +26,7 @@ from ._http import gateway_call
 from ._http11 import pinned_client
 from ._status_errors import error_from_response
 from ._transport import (
+    AnswerTooLarge,
     GatewayTransport,
     TransportClosed,
     TransportError,
@@ -243,6 +244,8 @@ class WorkerConnection:
                 fresh = self._reconnect_or_wait(link, failures, cancelled, trace)
                 repinned, link = repinned or fresh is not link, fresh
                 continue
+            except AnswerTooLarge as exc:  # not a glitch to retry: the worker broke the caps
+                raise SequencesError(f"refused the worker's answer: {exc.message}") from None
             except TransportClosed:
                 # A client that another thread closed when it replaced the link refuses requests:
                 # use the replacement (no attempt spent); anything else is not ours to hide.
