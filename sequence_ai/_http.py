@@ -29,8 +29,9 @@ def resolve_base_url(base_url: Optional[str] = None) -> str:
 
 
 def resolve_api_key(api_key: Optional[str] = None) -> Optional[str]:
-    """`api_key=` first, then $SEQUENCES_API_KEY; None when neither is set."""
-    return api_key if api_key is not None else (os.environ.get("SEQUENCES_API_KEY") or None)
+    """`api_key=` first, then $SEQUENCES_API_KEY; None when neither is set. An empty `api_key=""`
+    counts as not given (as in the reference client): the environment's key is used."""
+    return api_key or os.environ.get("SEQUENCES_API_KEY") or None
 
 
 def require_api_key(api_key: Optional[str] = None) -> str:
