@@ -30,6 +30,7 @@ from _tls_cert import self_signed
 from sequence_ai.platform import catalogue
 
 MODEL = "pi05-droid"
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 API_KEY = "seq_test_hostile_key_7f3a9c1e5b2d4f60"
 DIRECT_SECRET = "dsk_hostile_secret_0c9e8d7b6a5f4e3d"
 
@@ -145,6 +146,11 @@ class _Server:
             done = sum(1 for r in self.seen if r.path == path)
             self._override[path] = (reply, done + after)
 
+    def reset(self) -> None:
+        """Every path back to its default answer."""
+        with self._lock:
+            self._override.clear()
+
     def count(self, path: str) -> int:
         with self._lock:
             return sum(1 for r in self.seen if r.path == path)
@@ -224,8 +230,9 @@ class HostileUpstream:
         self.worker = _Server(context, {"/act": send(chunk_answer()), "/act/episode_end": send(answer({"ok": True}))})
         self.worker_url = f"https://127.0.0.1:{self.worker.port}"
         row = next(r for r in catalogue.rows("act") if r["id"].endswith("/" + MODEL))
-        declared = {"robot": row["robot"], "action_space": row["action_space"], "action_dim": row["action_dim"],
-                    "control_frequency_hz": row["control_hz"]} if action is None else action
+        self.declared = {"robot": row["robot"], "action_space": row["action_space"], "action_dim": row["action_dim"],
+                         "control_frequency_hz": row["control_hz"]} if action is None else action
+        declared = dict(self.declared)
         self.grant = {"worker_url": self.worker_url, "cert_fingerprint": self.fingerprint,
                       "direct_secret": DIRECT_SECRET, "lease": {"ttl_s": 300.0, "epoch": 1}, "action": declared}
         self.gateway = _Server(None, {

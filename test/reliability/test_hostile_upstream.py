@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "cli
 
 from _hostile import (
     API_KEY,
+    CHUNKED_HEAD,
     DIRECT_SECRET,
     MODEL,
     HostileUpstream,
@@ -171,7 +172,7 @@ def test_close_returns_in_bounded_time_and_ends_a_post_stuck_on_a_trickling_gate
 
 # -- item 6: caps on every answer, header block and line, on both HTTP paths ----------------------
 
-CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+CHUNKED = CHUNKED_HEAD
 WORKER_ATTACKS = {
     "endless-chunk-size-line": (endless(CHUNKED, b"f"), AnswerTooLarge),
     "endless-trailers": (endless(CHUNKED + b"2\r\n{}\r\n0\r\n", b"X-Trailer: 1\r\n"), AnswerTooLarge),
