@@ -340,7 +340,7 @@ HOSTILE = [
     Fault("contract_7_wide_for_8", "before", expect=SequencesError, says="7-wide", arm=_narrow),
     Fault("values_1e308", "before", expect=SequencesError, says="out of range",
           arm=lambda up: up.worker.on("/act", send(chunk_answer(value=1e308)), after=1)),
-    Fault("trickling_worker", "before", expect=Unavailable, says="did not answer within", timeout_s=1.5,
+    Fault("trickling_worker", "before", expect=Unavailable, says="did not answer within", timeout_s=1.0,
           arm=lambda up: up.worker.on("/act", trickle(chunk_answer()), after=1)),
     Fault("endless_chunk_size_line", "before", expect=SequencesError, says="refused the worker's answer",
           arm=lambda up: up.worker.on("/act", endless(CHUNKED_HEAD, b"f"), after=1)),
