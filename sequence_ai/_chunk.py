@@ -25,11 +25,11 @@ __all__ = ["ActionChunk", "Prediction", "check_against_model", "model_rate", "pa
 Row = List[float]
 
 # Action values must be finite, and small enough that the client's own arithmetic on rows (the
-# seam jump, seam blending: differences of two rows) stays finite: 1e308 passes isfinite() but
-# 1e308 - (-1e308) is inf. No bound from the catalogue: the only one it declares
-# (`action_semantics.clip`) is a step of the model's own loop (`prepare()` clips to it), so rows
-# beyond it are legitimate.
-MAX_ACTION_MAGNITUDE = sys.float_info.max / 2
+# seam jump, stitching, seam blending: sums and differences of up to three values) stays finite:
+# 1e308 passes isfinite() but 1e308 - (-1e308) is inf. No bound from the catalogue: the only one it
+# declares (`action_semantics.clip`) is a step of the model's own loop (`prepare()` clips to it),
+# so rows beyond it are legitimate.
+MAX_ACTION_MAGNITUDE = sys.float_info.max / 4
 RATE_TOLERANCE = 0.01  # relative: a chunk's rate within 1 % of the model's is the model's
 
 

@@ -164,13 +164,18 @@ class _KeptAliveClient:
             raw.close()
             raise
 
-    def close(self) -> None:
-        """Close every connection; a request in progress on another thread fails at once."""
+    def retire(self) -> None:
+        """No new requests; idle connections close now, busy ones when their request ends."""
         with self._lock:
             self._closed, idle, self._idle = True, self._idle, []
-            busy, self._busy = self._busy, set()
         for connection in idle:
             connection.close()
+
+    def close(self) -> None:
+        """Close every connection; a request in progress on another thread fails at once."""
+        self.retire()
+        with self._lock:
+            busy, self._busy = self._busy, set()
         for connection in busy:
             connection.shutdown()
 
@@ -219,9 +224,9 @@ class _KeptAliveClient:
             for start in range(0, len(body) if len(body) >= _SEND else 0, _SEND):
                 self._send(connection, body[start:start + _SEND])
             answer, keep = read_answer(connection, method, self.answer_limit)
-        except BaseException as exc:
+        except BaseException:
             self._give_back(connection, keep=False)
-            if self._closed and not isinstance(exc, TransportClosed):
+            if connection.shut:
                 raise TransportClosed(f"the client for {self.peer} was closed during the request") from None
             raise
         self._give_back(connection, keep)

@@ -41,7 +41,7 @@ class Connection:
     """One socket (TLS or plain), the bytes read past the last answer, who is at the other end
     (for messages: "the worker", "the gateway") and the deadline of the request in progress."""
 
-    __slots__ = ("deadline", "peer", "pending", "received", "sock")
+    __slots__ = ("deadline", "peer", "pending", "received", "shut", "sock")
 
     def __init__(self, sock: socket.socket, peer: str):
         self.sock = sock
@@ -49,6 +49,7 @@ class Connection:
         self.pending = b""
         self.received = 0  # bytes read for the request in progress
         self.deadline: Optional[float] = None  # time.monotonic() by which the request must be done
+        self.shut = False  # shut down by the client's close() while a request was using it
 
     def time_left(self) -> Optional[float]:
         return time_left(self.deadline, self.peer)
@@ -66,6 +67,7 @@ class Connection:
 
     def shutdown(self) -> None:
         """Wake a thread blocked reading this socket (close() alone does not), then close."""
+        self.shut = True
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:

@@ -110,6 +110,10 @@ class WorkerTransport(Protocol):
     def post(self, path: str, *, json: Any = None, content: Optional[bytes] = None,
              headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> Answer: ...
 
+    def retire(self) -> None:
+        """Take no new request (TransportClosed); close idle connections now and the others as
+        their requests end (a link replaced by a reconnect: requests on it may still finish)."""
+
     def close(self) -> None:
         """Close every connection, also those a request is using now (it fails at once)."""
 

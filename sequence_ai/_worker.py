@@ -145,7 +145,7 @@ class WorkerConnection:
         client = self._transport(grant.worker_url, grant.cert_fingerprint, headers, self._timeout_s)
         old, self._link = self._link, _Link(grant, client, self._renew_at(grant))
         if old is not None:
-            old.client.close()
+            old.client.retire()  # a request still on it may finish; the next one uses the new link
             self._remap_episodes()
         return self._link
 

@@ -84,6 +84,8 @@ class ScriptedWorker:
     def close(self):
         self.closed = True
 
+    retire = close
+
 
 class ScriptedGateway:
     """A GatewayTransport answering /v1/act/connect from the test's list."""
