@@ -41,12 +41,14 @@ def models(
     """Every catalogue row, optionally only those of one endpoint (act, chat, perceive, decide).
 
     A list, not a dict: key it yourself, e.g. ``{m.short_id: m for m in models("act")}``.
-    The catalogue is public; `api_key` is accepted for symmetry and not required."""
+    The catalogue is public: no key is needed, but the key (`api_key=`, else
+    $SEQUENCES_API_KEY) goes along whenever there is one, as in the reference client (a gateway
+    may show a tenant rows of its own)."""
     if endpoint is not None and endpoint not in ENDPOINTS:
         raise ValueError(f"endpoint must be one of {', '.join(ENDPOINTS)} (got {endpoint!r})")
     path = "/v1/models" + (f"?endpoint={endpoint}" if endpoint else "")
     body = gateway_call(
-        "GET", resolve_base_url(base_url), path, api_key=None, timeout_s=timeout_s
+        "GET", resolve_base_url(base_url), path, api_key=resolve_api_key(api_key), timeout_s=timeout_s
     )
     return _parse_catalogue(body)
 
@@ -83,7 +85,7 @@ def lookup(
     with _cache_lock:
         rows = _cache.get(cache_key)
     if rows is None:
-        rows = models(base_url=cache_key[0], timeout_s=timeout_s)
+        rows = models(base_url=cache_key[0], api_key=cache_key[1], timeout_s=timeout_s)
         with _cache_lock:
             _cache[cache_key] = rows
     row = find_model(rows, name)

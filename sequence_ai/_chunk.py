@@ -3,20 +3,34 @@
 `parse_prediction` is the only door from worker JSON into the client. Anything malformed — not an
 object, a missing required field, a non-numeric value, a ragged or empty chunk, NaN or infinity —
 becomes a SequencesError here, so the control loop never sees another exception type and never
-hands a non-finite number to the robot.
+hands a non-finite number to the robot. `check_against_model` then refuses a well-formed chunk
+that contradicts what the model declares (its width, its rate); `model_rate` is the rate the loop
+paces at — never the number an answer claims.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from ._errors import SequencesError
 
-__all__ = ["ActionChunk", "Prediction", "parse_prediction"]
+if TYPE_CHECKING:
+    from ._wire import Model
+
+__all__ = ["ActionChunk", "Prediction", "check_against_model", "model_rate", "parse_prediction"]
 
 Row = List[float]
+
+# Action values must be finite, and small enough that the client's own arithmetic on rows (the
+# seam jump, stitching, seam blending: sums and differences of up to three values) stays finite:
+# 1e308 passes isfinite() but 1e308 - (-1e308) is inf. No bound from the catalogue: the only one it
+# declares (`action_semantics.clip`) is a step of the model's own loop (`prepare()` clips to it),
+# so rows beyond it are legitimate.
+MAX_ACTION_MAGNITUDE = sys.float_info.max / 4
+RATE_TOLERANCE = 0.01  # relative: a chunk's rate within 1 % of the model's is the model's
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,13 @@ def _number(value: Any, what: str) -> float:
     return number
 
 
+def _action_value(value: Any, what: str) -> float:
+    number = _number(value, what)
+    if abs(number) > MAX_ACTION_MAGNITUDE:
+        raise _malformed(f"{what} is out of range ({number:g})")
+    return number
+
+
 def _positive_int(value: Any, what: str) -> int:
     number = _number(value, what)
     if number != int(number) or number < 1:
@@ -106,9 +127,10 @@ def _row(step: Any, index: int) -> Row:
     values: Any = step.get("values") if isinstance(step, dict) else step
     if not isinstance(values, (list, tuple)) or not values:
         raise _malformed(f"step {index} has no list of values")
-    if set(map(type, values)) == _FLOAT_ONLY and all(map(math.isfinite, values)):
+    if (set(map(type, values)) == _FLOAT_ONLY and all(map(math.isfinite, values))
+            and max(map(abs, values)) <= MAX_ACTION_MAGNITUDE):
         return list(values)  # the usual row, checked at C speed; anything else gets named below
-    return [_number(v, f"step {index} value {i}") for i, v in enumerate(values)]
+    return [_action_value(v, f"step {index} value {i}") for i, v in enumerate(values)]
 
 
 def _steps(raw: Any) -> List[Row]:
@@ -170,6 +192,50 @@ def parse_prediction(body: Any, *, rid: str, model: str) -> Prediction:
         warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [],
         raw=body,
     )
+
+
+def _declared_number(value: Any) -> Optional[float]:
+    """A positive finite number a model declares, or None (absent, or not a usable number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def _declared(declared: Optional[Mapping[str, Any]], row: Optional[Model], connect_key: str,
+              row_value: Any) -> List[tuple]:
+    """(value, where) for each source that declares the field: the connect answer, the row."""
+    found = []
+    value = _declared_number((declared or {}).get(connect_key))
+    if value is not None:
+        found.append((value, "its connect answer"))
+    value = _declared_number(row_value) if row is not None else None
+    if value is not None:
+        found.append((value, "the catalogue"))
+    return found
+
+
+def model_rate(declared: Optional[Mapping[str, Any]], row: Optional[Model]) -> Optional[float]:
+    """The model's control rate — the connect answer's `control_frequency_hz`, else the catalogue
+    row's `control_hz` — or None when neither declares one (the loop then paces at `control_hz=`
+    or 10 Hz). Never a chunk's own claim."""
+    rates = _declared(declared, row, "control_frequency_hz", row.control_hz if row is not None else None)
+    return rates[0][0] if rates else None
+
+
+def check_against_model(chunk: ActionChunk, model: str, declared: Optional[Mapping[str, Any]],
+                        row: Optional[Model]) -> None:
+    """Refuse a chunk that contradicts the model, against both the connect answer (`declared`)
+    and the catalogue row: another width (its columns would land on the wrong joints), or another
+    rate (its rows would be played at the model's rate, not the one they were computed for)."""
+    for width, where in _declared(declared, row, "action_dim", row.action_dim if row is not None else None):
+        if chunk.action_dim != width:
+            raise SequencesError(f"the worker sent {chunk.action_dim}-wide actions but {model} declares "
+                                 f"action_dim {width:g} ({where}); refusing to play them")
+    for rate, where in _declared(declared, row, "control_frequency_hz", row.control_hz if row is not None else None):
+        if not math.isclose(chunk.control_frequency_hz, rate, rel_tol=RATE_TOLERANCE):
+            raise SequencesError(f"the worker's chunk is for {chunk.control_frequency_hz:g} Hz but {model} runs "
+                                 f"at {rate:g} Hz ({where}); refusing to play it")
 
 
 def rows_are_finite(rows: Sequence[Sequence[float]]) -> bool:

@@ -1,24 +1,21 @@
-"""Talking to the gateway: where it is, which key, and how an answer becomes an error.
-
-The error mapping follows WIRE.md §3: the same rules for gateway and worker answers.
+"""Talking to the gateway: where it is, which key, its transports, and how an answer becomes a
+value or an error (the mapping, WIRE.md §3, is `_status_errors.error_from_response`).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
-import httpx
-
-from ._errors import (
-    AuthError,
-    InvalidRequest,
-    OutOfCredit,
-    SequencesError,
-    Unavailable,
-)
+from ._errors import AuthError, SequencesError, Unavailable
+from ._http11 import GatewayClient
+from ._httpx_gateway import HttpxGateway, proxy_for
+from ._status_errors import error_from_response
+from ._transport import Answer, AnswerTooLarge, GatewayTransport, TransportError, TransportTimeout
 from ._version import __version__
+
+__all__ = ["DEFAULT_BASE_URL", "error_from_response", "gateway_call", "gateway_client", "parse_json_answer",
+           "require_api_key", "resolve_api_key", "resolve_base_url", "telemetry_client"]
 
 DEFAULT_BASE_URL = "https://api.generalsequences.com"
 CONSOLE_URL = "https://app.generalsequences.com/"
@@ -32,8 +29,9 @@ def resolve_base_url(base_url: Optional[str] = None) -> str:
 
 
 def resolve_api_key(api_key: Optional[str] = None) -> Optional[str]:
-    """`api_key=` first, then $SEQUENCES_API_KEY; None when neither is set."""
-    return api_key if api_key is not None else (os.environ.get("SEQUENCES_API_KEY") or None)
+    """`api_key=` first, then $SEQUENCES_API_KEY; None when neither is set. An empty `api_key=""`
+    counts as not given (as in the reference client): the environment's key is used."""
+    return api_key or os.environ.get("SEQUENCES_API_KEY") or None
 
 
 def require_api_key(api_key: Optional[str] = None) -> str:
@@ -63,96 +61,32 @@ def gateway_headers(api_key: Optional[str]) -> dict:
     return headers
 
 
-def gateway_client(base_url: str, api_key: Optional[str], timeout_s: Optional[float] = 30.0) -> httpx.Client:
-    """A client for the gateway; the key goes in its default headers and nowhere else."""
-    return httpx.Client(
-        base_url=base_url,
-        headers=gateway_headers(api_key),
-        timeout=timeout_s,
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=4, keepalive_expiry=300.0),
-    )
+def gateway_client(base_url: str, api_key: Optional[str], timeout_s: Optional[float] = 30.0) -> HttpxGateway:
+    """The gateway's transport; the key goes in its default headers and nowhere else."""
+    return HttpxGateway(base_url, gateway_headers(api_key), timeout_s)
 
 
-# Proxy settings httpx follows (any case); the lean telemetry client follows none.
-_PROXY_VARIABLES = ("all_proxy", "http_proxy", "https_proxy")
-
-
-def telemetry_client(base_url: str, api_key: Optional[str], timeout_s: Optional[float]) -> Any:
-    """The telemetry sender's client. It posts every few seconds for as long as the robot runs,
+def telemetry_client(base_url: str, api_key: Optional[str], timeout_s: Optional[float]) -> GatewayTransport:
+    """The telemetry sender's transport. It posts every few seconds for as long as the robot runs,
     each time on cold caches, where the client's own `GatewayClient` costs about a quarter of
-    httpx's CPU (~0.5 vs ~2 ms a post here). httpx stays when the environment names a proxy, which
-    only httpx follows, or for a URL or key the lean client refuses."""
-    if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
-        return gateway_client(base_url, api_key, timeout_s)
-    from ._http11 import GatewayClient
-
-    try:
-        return GatewayClient(base_url, headers=gateway_headers(api_key), timeout=timeout_s)
-    except ValueError:
-        return gateway_client(base_url, api_key, timeout_s)
+    httpx's CPU (~0.5 vs ~2 ms a post here). httpx stays when the environment names a proxy for
+    the gateway, which only httpx follows, or for a URL or key the lean client refuses."""
+    if proxy_for(base_url) is None:
+        try:
+            return GatewayClient(base_url, headers=gateway_headers(api_key), timeout=timeout_s)
+        except ValueError:
+            pass
+    return gateway_client(base_url, api_key, timeout_s)
 
 
-def _retry_after_header(headers: Mapping[str, str]) -> Optional[float]:
-    value = headers.get("retry-after") if headers is not None else None
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None  # the HTTP-date form is not understood
-
-
-def error_from_response(status: int, text: str, headers: Optional[Mapping[str, str]] = None) -> SequencesError:
-    """Map a non-2xx answer to our exception tree (WIRE.md §3.3)."""
-    try:
-        body: Any = json.loads(text) if text else None
-    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser recurses
-        body = None
-    detail: Any = body.get("detail") if isinstance(body, dict) and body.get("detail") else text
-    if not isinstance(detail, dict) and isinstance(body, dict) and body.get("code") == "warming":
-        detail = body
-    warming = False
-    retry_after: Any = None
-    job_id = None
-    if isinstance(detail, dict):
-        warming = detail.get("status") == "warming_up" or detail.get("code") == "warming"
-        retry_after = detail.get("retry_after_s")
-        job = detail.get("warming_job_id")
-        job_id = str(job) if job is not None else None
-        message = detail.get("message") or detail.get("detail") or repr(detail)
-        message = str(message)
-    elif isinstance(detail, str):
-        message = detail
-    else:
-        message = repr(detail)
-    if not isinstance(retry_after, (int, float)) or isinstance(retry_after, bool):
-        retry_after = None
-    if retry_after is None:
-        retry_after = _retry_after_header(headers or {})
-    if not message:
-        message = f"HTTP {status}"
-
-    if status == 401:
-        return AuthError(message, status, text)
-    if status == 402:
-        return OutOfCredit(message, status, text)
-    if status == 429:
-        return Unavailable(message, status, text, retry_after_s=retry_after)
-    if status in (503, 504):
-        return Unavailable(message, status, text, retry_after_s=retry_after, warming=warming, job_id=job_id)
-    if 400 <= status < 500:
-        return InvalidRequest(message, status, text)
-    return SequencesError(message, status, text)
-
-
-def parse_json_answer(response: httpx.Response) -> Any:
+def parse_json_answer(answer: Answer, path: str) -> Any:
     """The JSON of a 2xx answer, or the mapped error. A 2xx that is not JSON is a SequencesError."""
-    if response.status_code >= 300:
-        raise error_from_response(response.status_code, response.text, response.headers)
+    if answer.status_code >= 300:
+        raise error_from_response(answer.status_code, answer.text, answer.headers)
     try:
-        return response.json()
+        return answer.json()
     except (ValueError, RecursionError):
-        raise SequencesError(f"malformed JSON answer from {response.request.url.path}", response.status_code) from None
+        raise SequencesError(f"malformed JSON answer from {path.split('?')[0]}", answer.status_code) from None
 
 
 def gateway_call(
@@ -163,22 +97,24 @@ def gateway_call(
     api_key: Optional[str],
     json_body: Any = None,
     timeout_s: Optional[float] = 30.0,
-    client: Optional[httpx.Client] = None,
+    client: Optional[GatewayTransport] = None,
 ) -> Any:
-    """One gateway request; network failures become Unavailable without their cause (so the
-    request and its Authorization header never land in a traceback)."""
+    """One gateway request, `timeout_s` for all of it; network failures become Unavailable
+    without their cause (so the request and its Authorization header never land in a traceback)."""
     own = client is None
     http = client or gateway_client(base_url, api_key, timeout_s)
     try:
         try:
-            response = http.request(method, path, json=json_body, timeout=timeout_s)
-        except httpx.TimeoutException:
+            answer = http.request(method, path, json=json_body, timeout=timeout_s)
+        except AnswerTooLarge as exc:
+            raise SequencesError(f"refused the gateway's answer to {path.split('?')[0]}: {exc.message}") from None
+        except TransportTimeout:
             if method.upper() == "POST":
                 raise Unavailable(f"request timed out after {timeout_s}s") from None
             raise Unavailable(f"could not reach {base_url}: timed out") from None
-        except httpx.HTTPError as exc:
+        except TransportError as exc:
             raise Unavailable(f"could not reach {base_url}: {exc}") from None
-        return parse_json_answer(response)
+        return parse_json_answer(answer, path)
     finally:
         if own:
             http.close()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, List, Mapping, Optional
 
 from ._buffer import ActionBuffer
-from ._chunk import ActionChunk, Prediction, parse_prediction
+from ._chunk import ActionChunk, Prediction, check_against_model, model_rate, parse_prediction
 from ._errors import SequencesError, Unavailable
 from ._fetch import Fetch
 from ._latency import RefillLatency
@@ -84,7 +84,7 @@ class Refills:
         self.latency = RefillLatency()
         self.instruction_in_force: Optional[str] = None
         self.steps_per_chunk = 0  # rows per installed chunk (its window)
-        self.hz: Optional[float] = None  # of the last installed chunk
+        self.hz: Optional[float] = None  # the model's rate (_chunk.model_rate), known once a chunk is installed
         self.served = False
         self.closed = False
 
@@ -106,7 +106,8 @@ class Refills:
                 answer = self.worker.act(body, rid=trace.rid, episode_id=episode_id, timeout_s=timeout_s,
                                          cancelled=cancelled, trace=trace, encoded=encoded)
                 prediction = parse_prediction(answer, rid=trace.rid, model=self.model)
-                self._check_width(prediction.action_chunk)
+                check_against_model(prediction.action_chunk, self.model, self.worker.declared_action,
+                                    self._cached_row())
                 return prediction
             except Abandoned:
                 raise
@@ -118,16 +119,6 @@ class Refills:
         return InFlight(Fetch(call, on_done=self._waiter.notify), trace, observation, actions_done,
                         time.monotonic(), swap_since)
 
-    def _check_width(self, chunk: ActionChunk) -> None:
-        """A chunk narrower or wider than the model declares is never played: its columns would
-        land on the wrong joints."""
-        declared = (self.worker.declared_action or {}).get("action_dim")
-        row = self._cached_row()
-        expected = declared if isinstance(declared, int) else (row.action_dim if row is not None else None)
-        if expected is not None and chunk.action_dim != expected:
-            raise SequencesError(f"the worker sent {chunk.action_dim}-wide actions but {self.model} declares "
-                                 f"action_dim {expected}; refusing to play them")
-
     def wait(self, flight: InFlight, deadline: Optional[float] = None) -> bool:
         """Block until `flight` is answered (True) or `deadline` passes (False); Interrupted on
         interrupt(). Woken by the fetch itself, never polled."""
@@ -136,7 +127,7 @@ class Refills:
     def install(self, rows: List[Any], *, chunk: ActionChunk, append: bool) -> None:
         self.buffer.install(rows, append=append)
         self.steps_per_chunk = len(rows)
-        self.hz = chunk.control_frequency_hz
+        self.hz = model_rate(self.worker.declared_action, self._cached_row())  # never the chunk's claim
 
     def record(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None,
                learn: bool = True) -> None:

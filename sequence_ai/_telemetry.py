@@ -9,6 +9,7 @@ observation.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import Any, Dict, List, Optional
 
@@ -20,6 +21,8 @@ __all__ = ["TelemetrySender", "act_report"]
 QUEUE_MAX = 1024
 BATCH_MAX = 64
 FLUSH_EVERY_S = 5.0  # the reference flushes every 0.5 s; 5 s costs a tenth of the wake-ups and posts
+JOIN_ON_CLOSE_S = 2.0  # close() waits this long for a post in progress ...
+FLUSH_ON_CLOSE_S = 1.0  # ... and then this long, in all, to send what is left
 
 
 def act_report(trace: ActTrace, outcome: str, *, total_s: Optional[float] = None,
@@ -48,7 +51,7 @@ def act_report(trace: ActTrace, outcome: str, *, total_s: Optional[float] = None
 
 class TelemetrySender:
     def __init__(self, client: Any):
-        self._client = client  # posts `json=` with an optional `timeout=`: _http.telemetry_client
+        self._client = client  # a GatewayTransport (_http.telemetry_client)
         self._queue: deque = deque(maxlen=QUEUE_MAX)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -89,18 +92,20 @@ class TelemetrySender:
             self._post(self._take())
 
     def close(self) -> None:
-        """Join the thread for at most 2 s, then flush what is left synchronously — unless the
-        thread is still stuck on a slow gateway: shutting a robot down never waits on telemetry."""
+        """Join the thread for at most 2 s, then flush what is left within 1 s in all — unless
+        the thread is still stuck on a slow gateway, whose request closing the client ends:
+        shutting a robot down never waits on telemetry (at most ~3 s, whatever the gateway does)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(2.0)
+            self._thread.join(JOIN_ON_CLOSE_S)
         if self._thread is None or not self._thread.is_alive():
-            for _ in range(QUEUE_MAX // BATCH_MAX):
+            end = time.monotonic() + FLUSH_ON_CLOSE_S
+            while time.monotonic() < end:
                 batch = self._take()
                 if not batch:
                     break
-                self._post(batch, timeout_s=1.0)
+                self._post(batch, timeout_s=max(0.01, end - time.monotonic()))
         try:
             self._client.close()
         except Exception:

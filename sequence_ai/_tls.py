@@ -4,21 +4,19 @@ The worker is a bare `https://IP:PORT` with a self-signed certificate, so CA and
 verification are off; instead the SHA-256 of the peer certificate's DER bytes is compared with the
 pin right after the handshake of every pooled connection. A mismatch closes the socket and raises
 CertPinError. There is no fallback to CA trust, and no byte of a request is written on a
-connection whose certificate has not been checked.
+connection whose certificate has not been checked. The pinned client itself is
+`_http11.PinnedClient` (made by `_http11.pinned_client`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._errors import CertPinError
 
-if TYPE_CHECKING:
-    from ._http11 import PinnedClient
-
-__all__ = ["certificate_fingerprint", "normalise_fingerprint", "pinned_client"]
+__all__ = ["certificate_fingerprint", "normalise_fingerprint"]
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -37,11 +35,3 @@ def certificate_fingerprint(der: bytes) -> str:
     """The pin of a DER certificate: lower-case hex SHA-256."""
     return hashlib.sha256(der).hexdigest()
 
-
-def pinned_client(base_url: str, fingerprint: str, *, headers: dict, timeout: Any) -> PinnedClient:
-    """A client whose every connection is TLS pinned to `fingerprint` (the pin is validated
-    first, before any socket is opened). Never follows proxies from the environment."""
-    from ._http11 import PinnedClient  # it checks pins with certificate_fingerprint above
-
-    pin = normalise_fingerprint(fingerprint)
-    return PinnedClient(base_url, pin, headers=headers, timeout=timeout)

@@ -1,10 +1,12 @@
 """The connection to the worker: admission, lease renewal, reconnect-and-replay, busy retry and
 episode remapping (WIRE.md §5, §6).
 
-One `WorkerConnection` per Policy. Its `act()` is one logical request: several HTTP attempts may
-share its request id. A rotated secret (401), an expired lease, a dropped connection or a worker
-that went away are repaired here by reconnecting through the gateway and replaying; a 429 is
-retried with jitter; everything else propagates. A certificate mismatch is never retried.
+One `WorkerConnection` per Policy. Its `act()` is one logical request, bounded as a whole by its
+timeout: several HTTP attempts may share its request id. A rotated secret (401), an expired
+lease, a dropped connection or a worker that went away are repaired here by reconnecting through
+the gateway and replaying; a 429 is retried with jitter; everything else propagates. A
+certificate mismatch is never retried. The HTTP client for the worker comes from a
+`WorkerTransportFactory` (`_transport.py`; by default the pinned `_http11.pinned_client`).
 """
 
 from __future__ import annotations
@@ -18,18 +20,26 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional
 
-import httpx
-
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
 from ._errors import AuthError, CertPinError, SequencesError, Unavailable
-from ._http import error_from_response, gateway_call
-from ._http11 import PinnedClient, compact_json
-from ._tls import pinned_client
+from ._http import gateway_call
+from ._http11 import pinned_client
+from ._status_errors import error_from_response
+from ._transport import (
+    AnswerTooLarge,
+    GatewayTransport,
+    TransportClosed,
+    TransportError,
+    TransportTimeout,
+    WorkerTransport,
+    WorkerTransportFactory,
+    compact_json,
+)
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
 
 MAX_RECONNECTS = 5
-EPISODE_END_TIMEOUT_S = 5.0
+EPISODE_END_TIMEOUT_S = 5.0  # the whole request: a worker that trickles its answer is cut off
 
 
 class Abandoned(SequencesError):
@@ -74,7 +84,7 @@ def with_fields(payload: Mapping[str, Any], encoded: Optional[bytes], extra: Map
 class _Link:
     """One set of worker coordinates and the pinned client that uses them."""
 
-    def __init__(self, grant: Grant, client: PinnedClient, renew_at: Optional[float]):
+    def __init__(self, grant: Grant, client: WorkerTransport, renew_at: Optional[float]):
         self.grant = grant
         self.client = client
         self.renew_at = renew_at
@@ -82,11 +92,13 @@ class _Link:
 
 
 class WorkerConnection:
-    def __init__(self, *, gateway: httpx.Client, base_url: str, model: str,
+    def __init__(self, *, gateway: GatewayTransport, base_url: str, model: str,
                  timeout_s: float, embodiment: Optional[str] = None,
                  expect: Optional[Mapping[str, Any]] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 transport: WorkerTransportFactory = pinned_client):
         self._gateway = gateway
+        self._transport = transport
         self._base_url = base_url
         self.model = model
         self.session = uuid.uuid4().hex
@@ -130,10 +142,10 @@ class WorkerConnection:
     def _install(self, grant: Grant) -> _Link:
         """Replace the current link with a new one built from `grant` (lock held)."""
         headers = {"Authorization": f"Bearer {grant.direct_secret}", "Content-Type": "application/json"}
-        client = pinned_client(grant.worker_url, grant.cert_fingerprint, headers=headers, timeout=self._timeout_s)
+        client = self._transport(grant.worker_url, grant.cert_fingerprint, headers, self._timeout_s)
         old, self._link = self._link, _Link(grant, client, self._renew_at(grant))
         if old is not None:
-            old.client.close()
+            old.client.retire()  # a request still on it may finish; the next one uses the new link
             self._remap_episodes()
         return self._link
 
@@ -190,15 +202,16 @@ class WorkerConnection:
     def act(self, payload: Dict[str, Any], *, rid: str, episode_id: Optional[str] = None,
             timeout_s: Optional[float] = None, cancelled: Callable[[], bool] = lambda: False,
             trace: Optional[ActTrace] = None, encoded: Optional[bytes] = None) -> Any:
-        """POST /act until it answers; returns the parsed JSON body. `timeout_s` (warm-wait
-        attempts) sets both the read timeout and a deadline for the whole call. `encoded`:
-        `payload` as compact JSON already (act_body), so the frames are not encoded again."""
+        """POST /act until it answers; returns the parsed JSON body. `timeout_s` (default: the
+        connection's) bounds the whole call — every attempt, reconnect and busy wait — and each
+        attempt gets what is left of it, so a worker that trickles its answer is cut off in time.
+        `encoded`: `payload` as compact JSON already (act_body), so the frames are not encoded
+        again."""
         trace = trace or ActTrace()
         trace.rid = rid
         start = self._clock()
-        deadline = None if timeout_s is None else start + timeout_s
-        busy_deadline = deadline if deadline is not None else start + self._timeout_s
-        read_timeout = self._timeout_s if timeout_s is None else timeout_s
+        budget = self._timeout_s if timeout_s is None else timeout_s
+        deadline = start + budget
         failures = 0
         busy = 0
         repinned = False
@@ -215,9 +228,11 @@ class WorkerConnection:
             content = with_fields(payload, encoded, extra)
             trace.first_after_connect = not link.served
             sent = self._clock()
+            if sent >= deadline:
+                raise Unavailable(f"the worker did not answer within {budget:g}s", 503)
             try:
                 response = link.client.post("/act", content=content, headers={"X-Seq-Request-Id": rid},
-                                            timeout=read_timeout)
+                                            timeout=deadline - sent)
             except CertPinError:
                 # A pin fresh from the gateway that does not match fails closed. A pin that had
                 # verified and now does not means another worker answers at that address (a
@@ -229,7 +244,9 @@ class WorkerConnection:
                 fresh = self._reconnect_or_wait(link, failures, cancelled, trace)
                 repinned, link = repinned or fresh is not link, fresh
                 continue
-            except RuntimeError:
+            except AnswerTooLarge as exc:  # not a glitch to retry: the worker broke the caps
+                raise SequencesError(f"refused the worker's answer: {exc.message}") from None
+            except TransportClosed:
                 # A client that another thread closed when it replaced the link refuses requests:
                 # use the replacement (no attempt spent); anything else is not ours to hide.
                 with self._lock:
@@ -239,9 +256,11 @@ class WorkerConnection:
                     raise
                 link = current
                 continue
-            except httpx.HTTPError:
+            except TransportError as exc:
                 failures += 1
-                if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
+                if isinstance(exc, TransportTimeout) and self._clock() >= deadline:
+                    raise Unavailable(f"the worker did not answer within {budget:g}s", 503) from None
+                if failures > MAX_RECONNECTS or self._clock() >= deadline:
                     raise Unavailable(f"worker unreachable after {failures - 1} reconnect attempts", 503) from None
                 self._pause(reconnect_backoff_s(failures), cancelled, trace)
                 link = self._reconnect_or_raise(link, trace)
@@ -250,7 +269,7 @@ class WorkerConnection:
             status = response.status_code
             if status == 401:
                 failures += 1
-                if failures > MAX_RECONNECTS or (deadline is not None and self._clock() >= deadline):
+                if failures > MAX_RECONNECTS or self._clock() >= deadline:
                     raise AuthError(f"the worker kept rejecting the direct secret after {failures - 1} reconnects",
                                     401)
                 link = self._reconnect_or_wait(link, failures, cancelled, trace)
@@ -259,7 +278,7 @@ class WorkerConnection:
                 busy += 1
                 error = error_from_response(status, response.text, response.headers)
                 wait = busy_wait_s(busy, getattr(error, "retry_after_s", None), random.uniform(0.5, 1.0))
-                if self._clock() + wait > busy_deadline:
+                if self._clock() + wait > deadline:
                     raise Unavailable(f"worker was busy on {busy} attempts in a row ({error.message})", 429,
                                       response.text, retry_after_s=getattr(error, "retry_after_s", None))
                 self._pause(wait, cancelled, trace, overhead=False)

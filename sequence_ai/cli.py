@@ -123,7 +123,7 @@ def _connect(base_url: str, key: str, model: str, wait_s: float, report: _Report
 
 def _latency(grant: Any, report: _Report) -> None:
     """Median /ping on the worker: a new pinned connection per call vs one reused connection."""
-    from ._tls import pinned_client
+    from ._http11 import pinned_client
 
     headers = {"Authorization": f"Bearer {grant.direct_secret}"}
 
@@ -224,7 +224,7 @@ def _direct(base_url: str, key: str, model: str, wait_s: float, report: _Report)
     except SequencesError as exc:
         report.line("connect", f"{model}  FAILED — {exc.message}", problem=True)
         return
-    from ._tls import pinned_client
+    from ._http11 import pinned_client
 
     try:
 

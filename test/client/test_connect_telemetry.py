@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from sequence_ai._http import telemetry_client
 from sequence_ai._http11 import GatewayClient
+from sequence_ai._httpx_gateway import HttpxGateway
 from sequence_ai._telemetry import TelemetrySender, act_report
 from sequence_ai._worker import ActTrace
 
 # Both clients the sender may be given: the lean one, and httpx (behind a proxy).
 CLIENTS = [pytest.param(GatewayClient, id="lean"),
-           pytest.param(lambda url, timeout: httpx.Client(base_url=url, timeout=timeout), id="httpx")]
+           pytest.param(lambda url, timeout: HttpxGateway(url, {}, timeout), id="httpx")]
 
 
 def test_the_sender_uses_the_lean_client_unless_a_proxy_is_configured(monkeypatch):
@@ -23,10 +23,10 @@ def test_the_sender_uses_the_lean_client_unless_a_proxy_is_configured(monkeypatc
     lean = telemetry_client("https://gateway.invalid", "sk-key", 10.0)
     assert isinstance(lean, GatewayClient) and lean._headers["Authorization"] == "Bearer sk-key"
     monkeypatch.setenv("https_proxy", "http://127.0.0.1:3128")
-    assert isinstance(telemetry_client("https://gateway.invalid", "sk-key", 10.0), httpx.Client)
+    assert isinstance(telemetry_client("https://gateway.invalid", "sk-key", 10.0), HttpxGateway)
     monkeypatch.delenv("https_proxy")
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
-    assert isinstance(telemetry_client("http://127.0.0.1:8080", None, 10.0), httpx.Client)
+    assert isinstance(telemetry_client("http://127.0.0.1:8080", None, 10.0), HttpxGateway)
 
 
 @pytest.mark.parametrize("client", CLIENTS)

@@ -1,19 +1,21 @@
 """WorkerConnection logic with scripted answers: lease math, epochs, remaps, retries, echo.
 
-The gateway and the worker are httpx.MockTransport handlers here so the clock and every answer
-are under the test's control; the same paths run against the real platform in test_faults.py.
+The gateway and the worker are scripted transports passed in through the transport seam
+(`_transport.py`) so the clock and every answer are under the test's control; the same paths run
+against the real platform in test_faults.py.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 
-import httpx
 import pytest
 
 import sequence_ai._worker as worker_module
 from sequence_ai import AuthError, CertPinError, InvalidRequest, SequencesError
 from sequence_ai._admission import check_expect, parse_grant, renew_after_s
+from sequence_ai._transport import Answer, Headers, TransportClosed, compact_json
 from sequence_ai._worker import WorkerConnection, busy_wait_s, reconnect_backoff_s
 
 CHUNK = {"action_chunk": {"steps": [[0.0]], "robot": "r", "action_space": "joint_delta", "action_dim": 1,
@@ -56,49 +58,83 @@ def test_expect_compares_declared_values_as_strings():
         check_expect({"action_dim": 8}, None)
 
 
-class Scripted:
-    """A gateway and a worker driven by lists of answers."""
+class Sent:
+    """One request a scripted worker received."""
 
-    def __init__(self, monkeypatch, connects, acts):
-        self.connects, self.acts = list(connects), list(acts)
-        self.connect_bodies, self.act_requests, self.clients = [], [], []
-        self.now = 1000.0
-        monkeypatch.setattr(worker_module, "pinned_client", self._pinned)
-        self.gateway = httpx.Client(base_url="https://gw", transport=httpx.MockTransport(self._gateway))
-        self.connection = WorkerConnection(gateway=self.gateway, base_url="https://gw", model="m", timeout_s=5.0,
-                                           clock=lambda: self.now)
+    def __init__(self, path, headers, content):
+        self.path, self.headers, self.content = path, Headers({k.lower(): v for k, v in headers.items()}), content
 
-    def _gateway(self, request):
-        import json
 
-        self.connect_bodies.append(json.loads(request.content))
-        return self.connects.pop(0)
+class ScriptedWorker:
+    """A WorkerTransport that answers from the test's list and refuses requests once closed."""
 
-    def _pinned(self, url, fingerprint, *, headers, timeout, limits=None):
-        client = httpx.Client(base_url=url, headers=headers, transport=httpx.MockTransport(self._worker))
-        self.clients.append(client)
-        return client
+    def __init__(self, owner, headers):
+        self.owner, self.headers, self.closed = owner, dict(headers), False
 
-    def _worker(self, request):
-        self.act_requests.append(request)
-        answer = self.acts.pop(0)
+    def post(self, path, *, json=None, content=None, headers=None, timeout=None):
+        if self.closed:
+            raise TransportClosed("the client for the worker has been closed")
+        body = content if content is not None else compact_json(json)
+        self.owner.act_requests.append(Sent(path, {**self.headers, **(headers or {})}, body))
+        answer = self.owner.acts.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
+    def close(self):
+        self.closed = True
+
+    retire = close
+
+
+class ScriptedGateway:
+    """A GatewayTransport answering /v1/act/connect from the test's list."""
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def request(self, method, path, *, json=None, timeout=None):
+        self.owner.connect_bodies.append(json)
+        return self.owner.connects.pop(0)
+
+    def post(self, path, *, json=None, timeout=None):
+        return self.request("POST", path, json=json, timeout=timeout)
+
+    def close(self):
+        pass
+
+
+class Scripted:
+    """A gateway and a worker driven by lists of answers, passed in (no patching)."""
+
+    def __init__(self, connects, acts):
+        self.connects, self.acts = list(connects), list(acts)
+        self.connect_bodies, self.act_requests, self.clients = [], [], []
+        self.now = 1000.0
+        self.connection = WorkerConnection(gateway=ScriptedGateway(self), base_url="https://gw", model="m",
+                                           timeout_s=5.0, clock=lambda: self.now, transport=self._pinned)
+
+    def _pinned(self, url, fingerprint, headers, timeout):
+        client = ScriptedWorker(self, headers)
+        self.clients.append(client)
+        return client
+
+
+def answer(status, body=None, headers=None):
+    return Answer(status, Headers(headers or {}), b"" if body is None else json.dumps(body).encode())
+
 
 def grant(epoch=1, ttl=300.0, secret="dsk_1", url="https://w1"):
-    return httpx.Response(200, json={"worker_url": url, "cert_fingerprint": "ab" * 32, "direct_secret": secret,
-                                     "lease": {"ttl_s": ttl, "epoch": epoch}})
+    return answer(200, {"worker_url": url, "cert_fingerprint": "ab" * 32, "direct_secret": secret,
+                        "lease": {"ttl_s": ttl, "epoch": epoch}})
 
 
 def ok(rid=None):
-    headers = {"x-seq-request-id": rid} if rid else {}
-    return httpx.Response(200, json=CHUNK, headers=headers)
+    return answer(200, CHUNK, {"x-seq-request-id": rid} if rid else None)
 
 
-def test_renewal_with_the_same_epoch_keeps_the_connection(monkeypatch):
-    s = Scripted(monkeypatch, [grant(ttl=60), grant(ttl=60, secret="dsk_2")], [ok(), ok()])
+def test_renewal_with_the_same_epoch_keeps_the_connection():
+    s = Scripted([grant(ttl=60), grant(ttl=60, secret="dsk_2")], [ok(), ok()])
     s.connection.act({}, rid="r-00000001")
     s.now += 49  # past renew_at (48 s)
     s.connection.act({}, rid="r-00000002")
@@ -107,36 +143,34 @@ def test_renewal_with_the_same_epoch_keeps_the_connection(monkeypatch):
     assert s.connect_bodies[0]["session"] == s.connect_bodies[1]["session"]
 
 
-def test_renewal_with_a_new_epoch_replaces_the_connection_and_remaps_the_episode(monkeypatch):
-    s = Scripted(monkeypatch, [grant(ttl=60), grant(epoch=2, ttl=60, secret="dsk_2")], [ok(), ok()])
+def test_renewal_with_a_new_epoch_replaces_the_connection_and_remaps_the_episode():
+    s = Scripted([grant(ttl=60), grant(epoch=2, ttl=60, secret="dsk_2")], [ok(), ok()])
     s.connection.act({}, rid="r-00000001", episode_id="mine")
     s.now += 49
     with pytest.warns(UserWarning, match="per-episode state"):
         s.connection.act({}, rid="r-00000002", episode_id="mine")
-    import json
-
     first, second = (json.loads(r.content)["episode_id"] for r in s.act_requests)
     assert first == "mine" and second != "mine" and len(second) == 32
     assert s.connection.episode_resets == 1 and len(s.clients) == 2
     assert s.act_requests[1].headers["authorization"] == "Bearer dsk_2"
 
 
-def test_worker_401_reconnects_at_once_and_gives_up_after_five(monkeypatch):
-    s = Scripted(monkeypatch, [grant(epoch=i) for i in range(7)], [httpx.Response(401)] * 7)
+def test_worker_401_reconnects_at_once_and_gives_up_after_five():
+    s = Scripted([grant(epoch=i) for i in range(7)], [answer(401)] * 7)
     with pytest.raises(AuthError, match="after 5 reconnects") as info:
         s.connection.act({}, rid="r-00000001")
     assert info.value.status == 401 and len(s.connect_bodies) == 6
 
 
-def test_request_id_echo_mismatch_warns_and_keeps_the_answer(monkeypatch):
-    s = Scripted(monkeypatch, [grant()], [ok(rid="r-ffffffff")])
+def test_request_id_echo_mismatch_warns_and_keeps_the_answer():
+    s = Scripted([grant()], [ok(rid="r-ffffffff")])
     with pytest.warns(UserWarning, match="correlation"):
         answer = s.connection.act({}, rid="r-00000001")
     assert answer == CHUNK
 
 
-def test_request_id_and_secret_headers_go_to_the_worker_only(monkeypatch):
-    s = Scripted(monkeypatch, [grant()], [ok(rid="r-00000001")])
+def test_request_id_and_secret_headers_go_to_the_worker_only():
+    s = Scripted([grant()], [ok(rid="r-00000001")])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         s.connection.act({}, rid="r-00000001")
@@ -145,30 +179,25 @@ def test_request_id_and_secret_headers_go_to_the_worker_only(monkeypatch):
     assert request.headers["authorization"] == "Bearer dsk_1"
 
 
-def test_pin_error_from_a_fresh_grant_is_never_retried(monkeypatch):
-    s = Scripted(monkeypatch, [grant(), grant()], [CertPinError("pin mismatch"), ok()])
+def test_pin_error_from_a_fresh_grant_is_never_retried():
+    s = Scripted([grant(), grant()], [CertPinError("pin mismatch"), ok()])
     with pytest.raises(CertPinError):
         s.connection.act({}, rid="r-00000001")
     assert len(s.connect_bodies) == 1
 
 
-def test_embodiment_adopted_from_the_connect_answer_is_sent_on_acts(monkeypatch):
-    answer = grant()
-    body = answer.json()
+def test_embodiment_adopted_from_the_connect_answer_is_sent_on_acts():
+    body = grant().json()
     body["embodiment"] = "left_arm"
-    s = Scripted(monkeypatch, [httpx.Response(200, json=body)], [ok()])
+    s = Scripted([answer(200, body)], [ok()])
     s.connection.act({"model": "m"}, rid="r-00000001")
-    import json
-
     assert json.loads(s.act_requests[0].content)["embodiment"] == "left_arm"
 
 
-def test_an_encoded_body_is_sent_with_the_episode_and_embodiment_appended_not_encoded_again(monkeypatch):
-    import json
-
-    answer = grant().json()
-    answer["embodiment"] = "left_arm"
-    s = Scripted(monkeypatch, [httpx.Response(200, json=answer)], [ok()])
+def test_an_encoded_body_is_sent_with_the_episode_and_embodiment_appended_not_encoded_again():
+    connected = grant().json()
+    connected["embodiment"] = "left_arm"
+    s = Scripted([answer(200, connected)], [ok()])
     payload = {"model": "m", "observation": {"instruction": "pick"}}
     # the frames' bytes as act_body encoded them; spaced differently from compact JSON, so a body
     # encoded again from `payload` would not start with them
@@ -180,8 +209,6 @@ def test_an_encoded_body_is_sent_with_the_episode_and_embodiment_appended_not_en
 
 
 def test_with_fields_encodes_again_only_when_a_key_is_replaced():
-    import json
-
     payload = {"model": "m", "episode_id": "theirs"}
     encoded = worker_module.compact_json(payload)
     assert worker_module.with_fields(payload, encoded, {}) is encoded
@@ -192,7 +219,7 @@ def test_with_fields_encodes_again_only_when_a_key_is_replaced():
 
 
 def test_a_link_closed_by_another_thread_is_replaced_without_spending_an_attempt(monkeypatch):
-    s = Scripted(monkeypatch, [grant(), grant(epoch=2, secret="dsk_2")], [ok(), ok()])
+    s = Scripted([grant(), grant(epoch=2, secret="dsk_2")], [ok(), ok()])
     s.connection.act({}, rid="r-00000001")
     stale = s.connection._link
     s.connection._reconnect(stale, worker_module.ActTrace())  # another thread replaced the link

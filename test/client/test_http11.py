@@ -1,7 +1,8 @@
 """The client's own HTTP/1.1 (`sequence_ai._http11`) against a loopback server (TLS, or plain for
 the gateway's telemetry) that answers each request with scripted bytes: framing, keep-alive, and
-every way an answer can break maps to an httpx transport error (which the reconnect logic
-handles) — never a hang, never a wrong body. The gateway client verifies certificates like httpx."""
+every way an answer can break maps to one of the seam's transport errors (which the reconnect
+logic handles) — never a hang, never a wrong body. The gateway client verifies certificates like
+httpx."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _tls_cert import self_signed
 
 from sequence_ai import CertPinError
-from sequence_ai._http11 import GatewayClient
-from sequence_ai._tls import pinned_client
+from sequence_ai._http11 import GatewayClient, pinned_client
+from sequence_ai._transport import ConnectFailed, ConnectionLost, TransportClosed, TransportTimeout
 
 OK = b'{"ok":true}'
 
@@ -183,14 +184,14 @@ def test_an_interim_100_answer_is_skipped(scripted):
 
 
 @pytest.mark.parametrize("reply, error", [
-    (b"", httpx.RemoteProtocolError),  # hung up without a word
-    (answer(b'{"steps": [[1.0, 2.0]]}')[:-6], httpx.RemoteProtocolError),  # dropped mid-body
-    (b"NOT HTTP AT ALL\r\n\r\n", httpx.RemoteProtocolError),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: banana\r\n\r\n", httpx.RemoteProtocolError),
-    (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", httpx.RemoteProtocolError),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", httpx.RemoteProtocolError),
+    (b"", ConnectionLost),  # hung up without a word
+    (answer(b'{"steps": [[1.0, 2.0]]}')[:-6], ConnectionLost),  # dropped mid-body
+    (b"NOT HTTP AT ALL\r\n\r\n", ConnectionLost),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: banana\r\n\r\n", ConnectionLost),
+    (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", ConnectionLost),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", ConnectionLost),
 ], ids=["no-answer", "mid-body", "status-line", "content-length", "header-line", "chunk-size"])
-def test_a_broken_answer_is_an_httpx_transport_error_and_the_next_request_works(scripted, reply, error):
+def test_a_broken_answer_is_a_transport_error_and_the_next_request_works(scripted, reply, error):
     server = scripted((reply, True), (answer(b'{"after":1}'), False))
     with client_for(server) as client:
         with pytest.raises(error):
@@ -200,7 +201,7 @@ def test_a_broken_answer_is_an_httpx_transport_error_and_the_next_request_works(
 
 def test_a_worker_that_never_answers_is_a_read_timeout(scripted):
     server = scripted((b"", False))
-    with client_for(server, timeout=0.3) as client, pytest.raises(httpx.ReadTimeout):
+    with client_for(server, timeout=0.3) as client, pytest.raises(TransportTimeout):
         client.post("/act", json={})
 
 
@@ -209,7 +210,7 @@ def test_nothing_listening_is_a_connect_error(tmp_path):
     port = probe.getsockname()[1]
     probe.close()
     client = pinned_client(f"https://127.0.0.1:{port}", "ab" * 32, headers={}, timeout=2.0)
-    with client, pytest.raises(httpx.ConnectError):
+    with client, pytest.raises(ConnectFailed):
         client.get("/ping")
 
 
@@ -223,12 +224,12 @@ def test_a_wrong_pin_sends_no_byte_on_any_attempt(scripted):
     assert server.requests == []
 
 
-def test_a_closed_client_refuses_requests_like_httpx(scripted):
+def test_a_closed_client_refuses_requests(scripted):
     server = scripted()
     client = client_for(server)
     assert client.get("/ping").status_code == 200
     client.close()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TransportClosed):
         client.get("/ping")
 
 
@@ -286,7 +287,7 @@ def test_the_gateway_client_sends_once_more_when_a_kept_alive_connection_closes_
 ], ids=["new-connection", "part-answered"])
 def test_the_gateway_client_does_not_send_again_after_a_new_connection_or_part_of_an_answer(scripted, script):
     server = scripted(*script, tls=False)
-    with GatewayClient(server.url, timeout=5.0) as client, pytest.raises(httpx.RemoteProtocolError):
+    with GatewayClient(server.url, timeout=5.0) as client, pytest.raises(ConnectionLost):
         for _ in script:
             client.post("/v1/reports/act", json={})
     assert len(server.requests) == len(script)
@@ -296,7 +297,7 @@ def test_the_worker_client_leaves_sending_again_to_the_act_loop(scripted):
     server = scripted((answer(), False), (b"", True))
     with client_for(server) as client:
         client.post("/act", json={})
-        with pytest.raises(httpx.RemoteProtocolError):
+        with pytest.raises(ConnectionLost):
             client.post("/act", json={})
     assert len(server.requests) == 2
 
@@ -305,7 +306,7 @@ def test_the_gateway_client_verifies_https_like_httpx_and_sends_nothing_to_an_un
     server = scripted()
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-    with GatewayClient(server.url, timeout=5.0) as client, pytest.raises(httpx.ConnectError, match="the gateway"):
+    with GatewayClient(server.url, timeout=5.0) as client, pytest.raises(ConnectFailed, match="the gateway"):
         client.post("/v1/reports/act", json={"secret": "never sent"})
     assert server.requests == []
     # Trusted the way httpx is told to trust it (SSL_CERT_FILE): accepted.
@@ -320,7 +321,7 @@ def test_the_gateway_client_checks_the_host_name(scripted, monkeypatch):
     server = scripted()
     monkeypatch.setenv("SSL_CERT_FILE", str(server.cert))  # trusted, but issued to 127.0.0.1 only
     with GatewayClient(f"https://localhost:{server.port}", timeout=5.0) as client, \
-            pytest.raises(httpx.ConnectError, match="TLS handshake with the gateway"):
+            pytest.raises(ConnectFailed, match="TLS handshake with the gateway"):
         client.post("/v1/reports/act", json={})
     assert server.requests == []
 

@@ -84,6 +84,19 @@ def test_non_finite_action_values_reject_the_whole_chunk(bad):
         _parse(_spoiled(("action_chunk", "steps", 1, "values"), [0.1, bad]))
 
 
+@pytest.mark.parametrize("steps", [[[0.1, 1e308]], [{"values": [-1e308, 0.2]}], [[1, -10**308]]])
+def test_values_whose_differences_would_overflow_reject_the_whole_chunk(steps):
+    with pytest.raises(SequencesError, match="out of range"):
+        _parse(_spoiled(("action_chunk", "steps"), steps * 3))
+
+
+def test_large_finite_values_are_the_callers_to_judge():
+    # No magnitude rule beyond the client's own arithmetic: the catalogue's clip is a step of the
+    # model's loop (prepare() clips), so rows beyond it are legitimate and validate= judges them.
+    rows = _parse(_spoiled(("action_chunk", "steps"), [[1e307, -3.5]] * 3)).action_chunk.steps
+    assert rows[0] == [1e307, -3.5]
+
+
 @pytest.mark.parametrize("body", [None, "text", 3, [], {"action_chunk": None}])
 def test_an_answer_that_is_not_an_object_is_a_sequences_error(body):
     with pytest.raises(SequencesError):

@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _tls_cert import self_signed
 
 from sequence_ai import CertPinError
-from sequence_ai._tls import normalise_fingerprint, pinned_client
+from sequence_ai._http11 import pinned_client
+from sequence_ai._tls import normalise_fingerprint
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

@@ -25,7 +25,9 @@ from typing import Callable, List, Optional
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
+sys.path.insert(0, os.path.dirname(__file__))
 
+from _hostile import CHUNKED_HEAD, HostileUpstream, chunk_answer, echo, endless, send, trickle
 from _loop_robot import Robot, policy_for
 
 from sequence_ai import CertPinError, InvalidRequest, SequencesError, Unavailable
@@ -52,6 +54,8 @@ class Fault:
     ros_when: Optional[str] = None
     ros_arm: Optional[Callable[[object], None]] = None
     evidence: Optional[Callable[[object, Observed], bool]] = None  # the fault really happened
+    says: str = ""  # error cells: a fragment the error's message must contain
+    timeout_s: float = 30.0  # connect(timeout_s=...) of the client cells
 
 
 def _statuses(platform) -> List[int]:
@@ -144,7 +148,7 @@ def _drive_client(platform, fault: Fault, level: str) -> Observed:
     def on_warming(waited_s: float, eta_s: float) -> None:
         seen.warmed += 1
 
-    policy = policy_for(platform, control_hz=HZ, on_warming=on_warming)
+    policy = policy_for(platform, control_hz=HZ, on_warming=on_warming, timeout_s=fault.timeout_s)
     loop = dict(observe=robot.observe, act=act, validate=robot.validate, hold=robot.hold,
                 on_underrun=robot.on_underrun, progress=False)
     try:
@@ -183,6 +187,7 @@ def _check_client(platform, fault: Fault, level: str, seen: Observed) -> None:
     assert error is not None, f"expected {fault.expect.__name__}, the run ended {seen.reason}"
     assert type(error) is fault.expect, f"expected {fault.expect.__name__}, got {error!r}"
     assert error.message, "the error must say what happened"
+    assert fault.says in error.message, f"the error does not say {fault.says!r}: {error.message}"
     assert seen.reason == f"raised:{fault.expect.__name__}"
     if level != "next_action":  # next_action has no hold of its own: the caller holds
         assert seen.holds == 1, f"hold fired {seen.holds} times"
@@ -190,6 +195,7 @@ def _check_client(platform, fault: Fault, level: str, seen: Observed) -> None:
         assert error.warming
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     assert platform.api_key not in text
+    assert getattr(platform, "direct_secret", platform.api_key) not in text
 
 
 CLIENT_CELLS = [(f.name, level) for level in CLIENT_LEVELS for f in FAULTS]
@@ -312,3 +318,136 @@ def test_ros_node_meets_the_documented_behaviour(ros_arm, platform, fault, level
             platform.restart()
     _check_ros(platform, spec, seen)
     assert process.running, process.output()[-2000:]
+
+
+# -- a hostile upstream: the same levels against a gateway and a worker that misbehave on purpose --
+#
+# A real plain-HTTP gateway and a real pinned TLS worker on loopback (`_hostile.py`), each answer
+# scripted: numbers that contradict the model, answers trickled or without end, error pages that
+# echo the request. Armed before the run; `after=1` meets the run's second request.
+
+NARROW = {"robot": "droid_franka", "action_space": "joint_delta", "action_dim": 7, "control_frequency_hz": 15.0}
+
+
+def _narrow(up) -> None:
+    up.grant["action"] = NARROW  # the connect answer agrees with the 7-wide rows; the catalogue says 8
+    up.worker.on("/act", send(chunk_answer(width=7)))
+
+
+HOSTILE = [
+    Fault("chunk_claims_1000hz", "before", expect=SequencesError, says="1000 Hz",
+          arm=lambda up: up.worker.on("/act", send(chunk_answer(control_frequency_hz=1000.0)), after=1)),
+    Fault("contract_7_wide_for_8", "before", expect=SequencesError, says="7-wide", arm=_narrow),
+    Fault("values_1e308", "before", expect=SequencesError, says="out of range",
+          arm=lambda up: up.worker.on("/act", send(chunk_answer(value=1e308)), after=1)),
+    Fault("trickling_worker", "before", expect=Unavailable, says="did not answer within", timeout_s=1.0,
+          arm=lambda up: up.worker.on("/act", trickle(chunk_answer()), after=1)),
+    Fault("endless_chunk_size_line", "before", expect=SequencesError, says="refused the worker's answer",
+          arm=lambda up: up.worker.on("/act", endless(CHUNKED_HEAD, b"f"), after=1)),
+    Fault("connect_answer_400mib", "before", expect=SequencesError, says="refused the gateway's answer",
+          arm=lambda up: up.gateway.on("/v1/act/connect", endless(
+              b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (400 << 20), b"\0"))),
+    Fault("worker_echoes_the_secret", "before", expect=SequencesError, says="[redacted]",
+          arm=lambda up: up.worker.on("/act", echo(), after=1)),
+    Fault("gateway_echoes_the_key", "before", expect=SequencesError, says="[redacted]",
+          arm=lambda up: up.gateway.on("/v1/act/connect", echo())),
+]
+for _fault in HOSTILE:
+    BY_NAME[_fault.name] = _fault
+HOSTILE_CELLS = [(f.name, level) for level in CLIENT_LEVELS for f in HOSTILE]
+
+
+@pytest.mark.parametrize("fault,level", HOSTILE_CELLS, ids=[f"{f}-{lv}" for f, lv in HOSTILE_CELLS])
+def test_client_level_meets_the_documented_behaviour_against_a_hostile_upstream(tmp_path, fault, level):
+    spec = BY_NAME[fault]
+    with HostileUpstream(tmp_path) as up, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seen = _drive_client(up, spec, level)
+    _check_client(up, spec, level, seen)
+
+
+@pytest.fixture(scope="module")
+def hostile_arm(ros_arm, tmp_path_factory):
+    """A node of its own (request timeout 2 s) on a hostile upstream, beside the module's node."""
+    from ros_harness import start_arm
+
+    harness, factory, _ = ros_arm
+    with HostileUpstream(tmp_path_factory.mktemp("hostile")) as up:
+        process, arm, planner = start_arm(harness, factory, up, request_timeout_s=2.0)
+        yield up, harness, process, arm, planner
+        process.stop()
+
+
+def _restore(up) -> None:
+    up.grant["action"] = dict(up.declared)
+    for server in (up.gateway, up.worker):
+        server.reset()
+
+
+HOSTILE_ROS = ["chunk_claims_1000hz", "values_1e308", "trickling_worker", "endless_chunk_size_line",
+               "worker_echoes_the_secret"]
+HOSTILE_ROS_CELLS = [(name, "ros") for name in HOSTILE_ROS]
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("fault,level", HOSTILE_ROS_CELLS, ids=[f"{f}-{lv}" for f, lv in HOSTILE_ROS_CELLS])
+def test_ros_node_meets_the_documented_behaviour_against_a_hostile_upstream(hostile_arm, fault, level):
+    up, harness, process, arm, planner = hostile_arm
+    spec = BY_NAME[fault]
+    try:
+        seen = _goal(harness.node, planner, arm, spec, up, spec.arm)
+    finally:
+        _restore(up)
+    _check_ros(up, spec, seen)
+    result = seen.error.result
+    text = result.message + result.outcome.message + process.output()
+    assert spec.says in result.message, result.message
+    assert up.api_key not in text and up.direct_secret not in text
+    assert process.running, process.output()[-2000:]
+
+
+@pytest.mark.ros
+def test_a_goal_on_a_trickling_worker_ends_held_and_reported_and_the_next_goal_runs(hostile_arm):
+    """The node-level symptom of a trickling worker: a 3 s goal had no result after 40 s (the run
+    blocked in /act/episode_end, whose timeout was per read) and the next goal was refused."""
+    from _ros_goals import GoalRun
+    from ros_harness import wait_for
+
+    up, harness, process, arm, planner = hostile_arm
+    outcomes = len(planner.outcomes)
+    up.worker.on("/act", trickle(chunk_answer()))
+    up.worker.on("/act/episode_end", trickle(b"HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n" + b" " * 900, 0.1))
+    try:
+        started = time.monotonic()
+        response = GoalRun(harness.node, planner, "pick up the cup", max_seconds=3.0).wait(20.0)
+        took = time.monotonic() - started
+    finally:
+        _restore(up)
+    result = response.result
+    assert took < 20.0 and result.outcome.held, f"{result.outcome.reason} after {took:.1f} s"
+    assert result.outcome.reason in ("raised:Unavailable", "timeout"), result.message
+    assert wait_for(lambda: len(planner.outcomes) > outcomes, 3.0), "no RunOutcome was published"
+    assert up.worker.count("/act/episode_end") >= 1
+    following = GoalRun(harness.node, planner, "pick up the cup", max_seconds=15.0, max_actions=8).wait(30.0)
+    assert following.result.outcome.reason == "completed", following.result.message
+
+
+@pytest.mark.ros
+def test_sigint_stops_a_node_whose_goal_waits_on_a_trickling_worker(hostile_arm):
+    """Last in the module: it stops the hostile node."""
+    import signal
+
+    from _ros_goals import GoalRun
+    from ros_harness import wait_for
+
+    up, harness, process, arm, planner = hostile_arm
+    up.worker.on("/act", trickle(chunk_answer()))
+    up.worker.on("/act/episode_end", trickle(b"HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n" + b" " * 900, 0.1))
+    before = up.worker.count("/act")
+    GoalRun(harness.node, planner, "pick up the cup", max_seconds=30.0)
+    assert wait_for(lambda: up.worker.count("/act") > before, 15.0), "the goal sent no request"
+    process.process.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    assert wait_for(lambda: not process.running, 15.0), "SIGINT did not stop the node within 15 s"
+    assert process.process.returncode == 0, process.output()[-2000:]
+    assert time.monotonic() - started < 15.0

@@ -12,7 +12,6 @@ import math
 import os
 import sys
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -25,9 +24,11 @@ from sequence_ai import Model, SequencesError, connect
 from sequence_ai._admission import Grant, parse_grant, renew_after_s
 from sequence_ai._chunk import parse_prediction
 from sequence_ai._http import error_from_response, parse_json_answer
-from sequence_ai._http11 import _Connection, _read_response
+from sequence_ai._http11 import pinned_client
+from sequence_ai._http11_answer import Connection, read_answer
 from sequence_ai._oneshot import account, depth, detect, embed
-from sequence_ai._tls import normalise_fingerprint, pinned_client
+from sequence_ai._tls import normalise_fingerprint
+from sequence_ai._transport import Answer, Headers, TransportError
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=16)
 json_values = st.recursive(
@@ -89,6 +90,9 @@ class _Replay:
     def __init__(self, data: bytes, sizes):
         self.data, self.sizes = data, list(sizes) or [len(data) or 1]
 
+    def settimeout(self, _timeout) -> None:
+        pass
+
     def recv(self, _n: int) -> bytes:
         size = self.sizes.pop(0) if len(self.sizes) > 1 else self.sizes[0]
         piece, self.data = self.data[:size], self.data[size:]
@@ -107,14 +111,14 @@ BODIES = st.sampled_from([b"hello", b"5\r\nhello\r\n0\r\n\r\n", b"-2\r\nxx\r\n0\
 @settings(max_examples=400, deadline=None)
 @given(HEADS, HEADERS, BODIES, st.lists(st.integers(1, 12), max_size=6), st.binary(max_size=60))
 @example(b"HTTP/1.1 200 OK\r\n", [b"Content-Length: 5\r\n"], b"hello", [], b"")
-def test_any_bytes_from_the_worker_are_an_answer_or_an_httpx_transport_error(head, headers, body, sizes, noise):
-    """Whatever arrives, the worker link returns an answer or raises one of httpx's transport
+def test_any_bytes_from_the_worker_are_an_answer_or_a_transport_error(head, headers, body, sizes, noise):
+    """Whatever arrives, the worker link returns an answer or raises one of the seam's transport
     errors (which the reconnect logic turns into a retry, then Unavailable); never another
     exception, never a hang (the replay ends in EOF)."""
-    connection = _Connection(_Replay(head + b"".join(headers) + b"\r\n" + body + noise, sizes), "the worker")  # type: ignore[arg-type]
+    connection = Connection(_Replay(head + b"".join(headers) + b"\r\n" + body + noise, sizes), "the worker")  # type: ignore[arg-type]
     try:
-        response, _keep = _read_response(connection, "POST")
-    except httpx.TransportError:
+        response, _keep = read_answer(connection, "POST", 1 << 20)
+    except TransportError:
         return
     assert 200 <= response.status_code <= 599 and isinstance(response.content, bytes)
 
@@ -142,7 +146,7 @@ def test_act_answer_parses_or_raises_sequences_error(body):
     assert all(math.isfinite(v) for row in prediction.action_chunk.steps for v in row)
 
 
-# -- raw HTTP answers (real httpx.Response objects, as the transport hands them over) ------------
+# -- raw HTTP answers (as a transport hands them over) ----------------------------------------------
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(min_value=200, max_value=599),
@@ -154,10 +158,9 @@ def test_act_answer_parses_or_raises_sequences_error(body):
 @example(200, b"\xff\xfe{", {})
 @example(503, b'{"detail": {"status": "warming_up", "retry_after_s": 1e400}}', {"retry-after": "nan"})
 def test_any_http_answer_is_a_value_or_a_sequences_error(status, content, headers):
-    response = httpx.Response(status, content=content, headers=headers,
-                              request=httpx.Request("GET", "http://127.0.0.1/v1/x"))
+    response = Answer(status, Headers(headers), content)
     try:
-        parse_json_answer(response)
+        parse_json_answer(response, "/v1/x")
     except SequencesError as error:
         assert isinstance(error.message, str)
 
