@@ -122,9 +122,9 @@ def summary(r: Dict[str, object]) -> str:
             f"overshoot {r['overshoot_rad']:.3f} rad")
 
 
-def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.7), log: Callable[..., None] = print
-            ) -> List[Dict[str, object]]:
-    """[{"latency_s", "node": figures, "node before": figures (at 0.7 s)}]; cases run one after another."""
+def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.7), log: Callable[..., None] = print,
+            before: bool = True) -> List[Dict[str, object]]:
+    """[{"latency_s", "node": figures, "node before": figures (at 0.7 s, if `before`)}]; one case after another."""
     try:
         import rclpy  # noqa: F401
 
@@ -134,7 +134,7 @@ def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.7), log
     out = []
     for index, latency in enumerate(latencies):
         entry: Dict[str, object] = {"latency_s": latency, "node": case(latency, seconds, {}, 200 + index, log)}
-        if abs(latency - 0.7) < 1e-9:
+        if before and abs(latency - 0.7) < 1e-9:
             entry["node before"] = case(latency, seconds, BEFORE, 300 + index, log)
         out.append(entry)
     return out

@@ -27,6 +27,7 @@ import bench_interrupt
 import bench_latency
 import bench_robots
 import bench_ros_jitter
+import bench_ros_latency
 import bench_underruns
 import bench_worker
 import common
@@ -36,10 +37,10 @@ PERIOD_S = 1.0 / HZ
 WINDOW_S = bench_underruns.WINDOW_S
 DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
 
-FULL = {"latency_seconds": 40.0, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
+FULL = {"latency_seconds": 40.0, "ros_latency_seconds": 20.0, "ros_latencies": (0.05, 0.7), "ros_before": True, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
         "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
         "size_seconds": 6.0, "worker_requests": 300}
-QUICK = {"latency_seconds": 2.0, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
+QUICK = {"latency_seconds": 2.0, "ros_latency_seconds": 2.0, "ros_latencies": (0.7,), "ros_before": False, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
          "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5,
          "worker_requests": 20}
 LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -152,6 +153,43 @@ def latency_rows(entries: List[dict]) -> List[Row]:
                            cell(peer, "overshoot_rad", "{:.3f} rad"), "—",
                            "n/a" if limit is None else f"≤ {limit:.3f} rad (stop-and-go)",
                            verdict(None if limit is None else ours["overshoot_rad"] <= limit + 1e-3)))
+    return out
+
+
+def ros_latency_rows(entries: List[dict]) -> List[Row]:
+    """bench_ros_latency: the node with config/policy.yaml on the simulated arm (issue #19's goals)."""
+    out: List[Row] = []
+    low = next((e["node"] for e in entries if e["latency_s"] < WINDOW_S / 4 and "error" not in e["node"]), None)
+    for entry in entries:
+        latency, node, before = entry["latency_s"], entry["node"], entry.get("node before")
+        at = f"through the node (policy.yaml, sim arm), latency {latency:g} s ±20 %"
+        if "error" in node:
+            out.append(Row(f"time held, {at}", f"error: {node['error']}", verdict="FAIL"))
+            continue
+        before = before if before and "error" not in before else None
+        shown = "—" if before is None else f"{before['held_share'] * 100:.2f} % ({before['underruns']}), stop-and-go"
+        goal, ok = ("≤ 1 %", node["held_share"] <= 0.01) if latency == 0.7 else ("—", None)
+        out.append(Row(f"time held, share of the run, {at} ({node['actions']} actions; underruns)",
+                       f"{node['held_share'] * 100:.2f} % ({node['underruns']})", shown, "—", goal, verdict(ok)))
+        bound = 1.33 / WINDOW_S
+        out.append(Row(f"requests per second of motion, {at}", f"{node['requests_per_s']:.3f}",
+                       "—" if before is None else f"{before['requests_per_s']:.3f}, stop-and-go", "—",
+                       f"≤ {bound:.2f} (1.33/W)", verdict(node["requests_per_s"] <= bound)))
+        out.append(Row(f"largest step between consecutive commands ÷ median step, {at}", f"{node['step_ratio']:.2f}",
+                       "—" if before is None else f"{before['step_ratio']:.2f}, stop-and-go", "—", "≤ 2×",
+                       verdict(node["step_ratio"] <= 2.0)))
+        if latency >= 0.6 and low is not None and low.get("settle_s"):
+            settle = node["settle_s"]
+            text = "never" if settle is None else f"{settle:.2f} s = {settle / low['settle_s']:.2f}× the low-latency run"
+            out.append(Row(f"closed loop: time to settle on the goal, {at}", text,
+                           "—" if before is None or before["settle_s"] is None else
+                           f"{before['settle_s']:.2f} s, stop-and-go", "—", "≤ 1.2× the low-latency run",
+                           verdict(settle is not None and settle <= 1.2 * low["settle_s"])))
+            limit = None if before is None else before["overshoot_rad"]
+            out.append(Row(f"closed loop: largest overshoot past the goal, {at}", f"{node['overshoot_rad']:.3f} rad",
+                           "—" if limit is None else f"{limit:.3f} rad, stop-and-go", "—",
+                           "n/a" if limit is None else f"≤ {limit:.3f} rad (stop-and-go)",
+                           verdict(None if limit is None else node["overshoot_rad"] <= limit + 1e-3)))
     return out
 
 
@@ -323,6 +361,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                       lambda: bench_underruns.measure(sizes["actions"], LATENCIES, peer, log=log), timings, errors)
     interrupt = timed("interrupt", lambda: bench_interrupt.measure(sizes["interrupt_trials"], log=log), timings, errors)
     ros = timed("ros", lambda: bench_ros_jitter.measure(sizes["ros_seconds"], log=log), timings, errors)
+    ros_latency = timed("ros at real latency", lambda: bench_ros_latency.measure(
+        sizes["ros_latency_seconds"], sizes["ros_latencies"], log=log, before=sizes["ros_before"]), timings, errors)
     robots = timed("robots", lambda: bench_robots.measure(sizes["robots"], sizes["robot_seconds"], log=log),
                    timings, errors)
     worker = timed("worker handler", lambda: bench_worker.measure(sizes["worker_requests"],
@@ -337,6 +377,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows += encode_rows(encode) if encode else [Row("encode 1280×720 → pi05-droid", "error", verdict="FAIL")]
     rows += interrupt_rows(interrupt) if interrupt else [Row("interrupt → hold", "error", verdict="FAIL")]
     rows += ros_rows(ros if ros is not None else {"skipped": errors.get("ros", "error")})
+    rows += ros_latency_rows(ros_latency) if ros_latency else [Row("through the node at real latency", "error",
+                                                                   verdict="FAIL")]
     rows += robot_rows(robots, sizes["robots"]) if robots else [Row("concurrent robots", "error", verdict="FAIL")]
     rows += size_rows(frame_cost) if frame_cost else [Row("CPU per action vs frame size", "error")]
     rows += worker_rows(worker) if worker else [Row("worker /act handler time", "error", verdict="FAIL")]
