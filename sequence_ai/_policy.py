@@ -294,8 +294,8 @@ class Policy:
 
     @property
     def contract(self) -> Optional[Dict[str, Any]]:
-        """The observation contract the worker declared on connect, if any."""
-        return self._worker.contract
+        """What the last connect answer declared, as 0.20.0: {"action", "observation", "embodiment"}; None before."""
+        return None if self._worker.declared is None else dict(self._worker.declared)
 
     @property
     def session(self) -> str:
