@@ -62,8 +62,9 @@ def test_every_name_a_ported_script_imports_exists():
     errors = importlib.import_module("sequence_ai.errors")
     assert [n for n in REFERENCE_TYPES if not hasattr(types, n)] == []
     assert [n for n in REFERENCE_ERRORS if getattr(errors, n) is not getattr(sequence_ai, n)] == []
-    from sequence_ai.act import Policy, observation as build  # noqa: F401 -- the 0.20.0 spellings
-    from sequence_ai.perceive import DepthResult, depth, detect, embed  # noqa: F401
+    act, perceive = importlib.import_module("sequence_ai.act"), importlib.import_module("sequence_ai.perceive")
+    assert act.Policy is sequence_ai.Policy and act.observation is sequence_ai.observation  # the 0.20.0 spellings
+    assert [perceive.detect, perceive.embed, perceive.depth] == [sequence_ai.detect, sequence_ai.embed, sequence_ai.depth]
     assert sequence_ai.DEFAULT_BASE_URL.startswith("https://") and sequence_ai.DEFAULT_JPEG_QUALITY == 95
     assert issubclass(sequence_ai.DetectResult, sequence_ai.Perception)
 
@@ -113,8 +114,7 @@ def test_local_refusals_are_sequences_errors_and_the_builtin(pi05, refusal, buil
 
 def test_strict_send_time_check_is_an_observation_mismatch(platform):
     bad = observation(views=("exterior_1",))  # wrist_left missing
-    with policy_for(platform, validate="strict") as policy:
-        with pytest.raises(ValueError, match="wrist_left") as raised:
-            policy.predict(bad)
+    with policy_for(platform, validate="strict") as policy, pytest.raises(ValueError, match="wrist_left") as raised:
+        policy.predict(bad)
     assert isinstance(raised.value, ObservationMismatch) and isinstance(raised.value, InvalidRequest)
     assert platform.requests() == []  # refused before anything reached the worker
