@@ -42,8 +42,8 @@ def _provider_call(base: str, path: str, key: str, body: Dict[str, Any], timeout
 
 def account(*, base_url: Optional[str] = None, api_key: Optional[str] = None, timeout_s: Optional[float] = 15.0) -> Dict[str, Any]:
     """The key's account, untouched: `balance` (prepaid money left), `usage`, `limits`."""
-    key = require_api_key(api_key)
-    body = gateway_call("GET", resolve_base_url(base_url), "/v1/account", api_key=key, timeout_s=timeout_s)
+    base = resolve_base_url(base_url)
+    body = gateway_call("GET", base, "/v1/account", api_key=require_api_key(api_key, base), timeout_s=timeout_s)
     if not isinstance(body, dict):
         raise SequencesError("malformed /v1/account answer: not a JSON object")
     return body
@@ -99,8 +99,8 @@ def chat(
 
     `messages` is a list of {"role", "content"} or a plain string (one user turn). Bounded by
     `timeout_s` (the 0.20.0 client waited forever by default)."""
-    key = require_api_key(api_key)
     base = resolve_base_url(base_url)
+    key = require_api_key(api_key, base)
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
@@ -171,8 +171,8 @@ def decide(
     Each question is {"type": "noul" | "choice" | "score", "instructions": ..., "criteria": ...};
     the answer comes back under the same key. No cold-start wait: a 503 means the provider is
     down (Unavailable with warming=False), not warming."""
-    key = require_api_key(api_key)
     base = resolve_base_url(base_url)
+    key = require_api_key(api_key, base)
     if not isinstance(questions, Mapping):
         raise InvalidArgumentType("questions must be a mapping of your key -> {'type': ..., 'instructions': ..., 'criteria': ...}")
     if not questions:

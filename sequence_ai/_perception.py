@@ -98,8 +98,8 @@ def _perceive(
     base_url: Optional[str],
     api_key: Optional[str],
 ) -> Dict[str, Any]:
-    key = require_api_key(api_key)
     base = resolve_base_url(base_url)
+    key = require_api_key(api_key, base)
     row = resolve_model(model, endpoint="perceive", base_url=base, api_key=key)
     row_task = _TASK_OF_ARCHITECTURE.get(row.architecture)
     if row_task != task:
