@@ -36,8 +36,9 @@ def resolve_api_key(api_key: Optional[str] = None, base_url: Optional[str] = Non
     """`api_key=` first, then (for the mock tier's platform) its key, then $SEQUENCES_API_KEY;
     None when there is none. An empty `api_key=""` counts as not given (as in the reference
     client): the environment's key is used."""
-    if not api_key and key_for(base_url):
-        return key_for(base_url)
+    mock_key = None if api_key else key_for(base_url)
+    if mock_key:
+        return mock_key
     return api_key or os.environ.get("SEQUENCES_API_KEY") or None
 
 
