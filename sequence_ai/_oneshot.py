@@ -14,7 +14,7 @@ from ._errors import InvalidArgumentType, InvalidRequest, SequencesError, Unavai
 from ._http import gateway_call, require_api_key, resolve_base_url
 from ._wire import Model
 
-__all__ = ["ChatResult", "DecideResult", "account", "chat", "decide", "parse_chat", "parse_decide"]
+__all__ = ["ChatResult", "DecideResult", "account", "chat", "decide", "envelope", "parse_chat", "parse_decide"]
 
 QUESTION_TYPES = ("noul", "choice", "score")
 MAX_CHAT_MESSAGES = 256
@@ -49,6 +49,20 @@ def account(*, base_url: Optional[str] = None, api_key: Optional[str] = None, ti
     return body
 
 
+def envelope(answer: Dict[str, Any]) -> Dict[str, Any]:
+    """What every one-shot answer carries besides its payload: id, model, usage, perf, warnings,
+    and the answer itself as `raw` (fields of a malformed type are left empty)."""
+    usage, perf, warnings = answer.get("usage"), answer.get("perf"), answer.get("warnings")
+    return {
+        "id": str(answer.get("id") or ""),
+        "model": str(answer.get("model") or ""),
+        "usage": usage if isinstance(usage, dict) else {},
+        "perf": perf if isinstance(perf, dict) else {},
+        "warnings": warnings if isinstance(warnings, list) else [],
+        "raw": answer,
+    }
+
+
 @dataclass(frozen=True)
 class ChatResult:
     """One assistant turn: `message` ({"role": "assistant", "content": ...}), `finish_reason`
@@ -70,17 +84,7 @@ def parse_chat(body: Any) -> ChatResult:
     message = body.get("message")
     if not isinstance(message, dict):
         raise SequencesError("malformed /v1/chat answer: 'message' is not an object")
-    usage, perf, warnings = body.get("usage"), body.get("perf"), body.get("warnings")
-    return ChatResult(
-        id=str(body.get("id") or ""),
-        model=str(body.get("model") or ""),
-        message=message,
-        finish_reason=str(body.get("finish_reason") or ""),
-        usage=usage if isinstance(usage, dict) else {},
-        perf=perf if isinstance(perf, dict) else {},
-        warnings=warnings if isinstance(warnings, list) else [],
-        raw=body,
-    )
+    return ChatResult(message=message, finish_reason=str(body.get("finish_reason") or ""), **envelope(body))
 
 
 def chat(
@@ -144,17 +148,7 @@ def parse_decide(body: Any) -> DecideResult:
     for key, answer in answers.items():
         if not isinstance(answer, dict):
             raise SequencesError(f"malformed /v1/decide answer: answer {key!r} is not an object")
-    usage, perf, warnings = body.get("usage"), body.get("perf"), body.get("warnings")
-    return DecideResult(
-        answers=dict(answers),
-        id=str(body.get("id") or ""),
-        model=str(body.get("model") or ""),
-        provider=str(body.get("provider") or ""),
-        usage=usage if isinstance(usage, dict) else {},
-        perf=perf if isinstance(perf, dict) else {},
-        warnings=warnings if isinstance(warnings, list) else [],
-        raw=body,
-    )
+    return DecideResult(answers=dict(answers), provider=str(body.get("provider") or ""), **envelope(body))
 
 
 def decide(

@@ -15,6 +15,7 @@ from ._catalogue import resolve_model
 from ._encode import ImageExtraMissing, encode
 from ._errors import InvalidArgumentType, InvalidRequest, SequencesError, Unavailable
 from ._http import gateway_call, require_api_key, resolve_base_url
+from ._oneshot import envelope
 from ._wire import Model
 
 __all__ = ["DepthResult", "DetectResult", "EmbedResult", "Perception", "depth", "detect", "embed"]
@@ -130,16 +131,7 @@ def _perceive(
 
 
 def _envelope(task: str, answer: Dict[str, Any]) -> Dict[str, Any]:
-    usage, perf, warnings = answer.get("usage"), answer.get("perf"), answer.get("warnings")
-    return {
-        "task": task,
-        "id": str(answer.get("id") or ""),
-        "model": str(answer.get("model") or ""),
-        "usage": usage if isinstance(usage, dict) else {},
-        "perf": perf if isinstance(perf, dict) else {},
-        "warnings": warnings if isinstance(warnings, list) else [],
-        "raw": answer,
-    }
+    return {"task": task, **envelope(answer)}
 
 
 def detect(

@@ -1,29 +1,6 @@
 """Every error the client raises, as `sequence_ai.errors` (the map is in `_errors.py`)."""
 
-from ._errors import (
-    AuthError,
-    CertPinError,
-    ChunkExhausted,
-    InvalidArgument,
-    InvalidArgumentType,
-    InvalidIndex,
-    InvalidRequest,
-    ObservationMismatch,
-    OutOfCredit,
-    SequencesError,
-    Unavailable,
-)
+from . import _errors
+from ._errors import *  # noqa: F403 -- exactly _errors.__all__
 
-__all__ = [
-    "AuthError",
-    "CertPinError",
-    "ChunkExhausted",
-    "InvalidArgument",
-    "InvalidArgumentType",
-    "InvalidIndex",
-    "InvalidRequest",
-    "ObservationMismatch",
-    "OutOfCredit",
-    "SequencesError",
-    "Unavailable",
-]
+__all__ = list(_errors.__all__)
