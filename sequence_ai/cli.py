@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="The API key is read from SEQUENCES_API_KEY only; it is never a flag.",
     )
     parser.add_argument("--version", action="version", version=f"sequence-ai {__version__}")
-    parser.add_argument("--base-url", metavar="URL", help="gateway URL (default: $SEQUENCES_BASE_URL, else the public gateway)")
+    parser.add_argument("--base-url", metavar="URL", help="gateway URL (default: $SEQUENCES_BASE_URL, else the public gateway; "
+                        "mock: a local platform for this command)")
     commands = parser.add_subparsers(dest="command", metavar="{models,doctor,serve}")
     models = commands.add_parser("models", help="the catalogue: what each model reads and returns (no key needed)")
     models.add_argument("--endpoint", choices=["act", "chat", "perceive", "decide"], help="only this endpoint's models")
