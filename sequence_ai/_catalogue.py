@@ -47,9 +47,8 @@ def models(
     if endpoint is not None and endpoint not in ENDPOINTS:
         raise InvalidArgument(f"endpoint must be one of {', '.join(ENDPOINTS)} (got {endpoint!r})")
     path = "/v1/models" + (f"?endpoint={endpoint}" if endpoint else "")
-    body = gateway_call(
-        "GET", resolve_base_url(base_url), path, api_key=resolve_api_key(api_key), timeout_s=timeout_s
-    )
+    base = resolve_base_url(base_url)
+    body = gateway_call("GET", base, path, api_key=resolve_api_key(api_key, base), timeout_s=timeout_s)
     return _parse_catalogue(body)
 
 
@@ -81,7 +80,8 @@ def lookup(
     endpoint than `endpoint`."""
     if not isinstance(name, str) or not name:
         raise InvalidArgumentType(f"model must be a non-empty model name or a Model (got {name!r})")
-    cache_key = (resolve_base_url(base_url), resolve_api_key(api_key))
+    base = resolve_base_url(base_url)
+    cache_key = (base, resolve_api_key(api_key, base))
     with _cache_lock:
         rows = _cache.get(cache_key)
     if rows is None:

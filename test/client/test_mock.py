@@ -61,8 +61,10 @@ def _gone(pid: int, within_s: float = 15.0) -> bool:
 
 
 def test_mock_runs_a_script_with_no_key_and_stops_the_platform_at_exit(tmp_path):
+    # A live key in the environment is not the platform's: sent to it, connect would get 401.
+    env = _env(SEQUENCES_BASE_URL="mock", SEQUENCES_API_KEY="seq_live_notthemockskey0000")
     done = subprocess.run([sys.executable, _script(tmp_path)], capture_output=True, text=True, timeout=120,
-                          env=_env(SEQUENCES_BASE_URL="mock"), cwd=tmp_path)
+                          env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["steps"] == 15 and "pi05-droid" in seen["rows"] and seen["balance"]["balance"] > 0
