@@ -1,4 +1,4 @@
-"""pip packaging of the client library `sequence_ai` (metadata in setup.cfg).
+"""pip packaging of the client library `sequence_ai` (metadata in pyproject.toml).
 
 The one compiled part, encode()'s resampler, is optional: where it cannot be built the library
 resizes with Pillow alone."""

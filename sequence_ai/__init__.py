@@ -4,7 +4,8 @@
         out = policy.run(observe=robot.read, act=robot.apply, validate=robot.is_safe,
                          hold=robot.hold, max_actions=250)
 
-The public surface is the names below; everything else lives in `_private` modules.
+The public surface is the names below; everything else lives in `_private` modules. Code
+written for the 0.20.0 client also finds `sequence_ai.errors`, `.types`, `.perceive` and `.act`.
 Names are imported on first use so `import sequence_ai` stays cheap on a robot.
 """
 
@@ -17,7 +18,11 @@ from ._errors import (
     AuthError,
     CertPinError,
     ChunkExhausted,
+    InvalidArgument,
+    InvalidArgumentType,
+    InvalidIndex,
     InvalidRequest,
+    ObservationMismatch,
     OutOfCredit,
     SequencesError,
     Unavailable,
@@ -37,16 +42,24 @@ _LAZY = {
     "encode": "._encode",
     "prepare": "._actions",
     "to_joint_positions": "._actions",
+    "DEFAULT_JPEG_QUALITY": "._encode",
+    "DEFAULT_BASE_URL": "._http",
     "account": "._oneshot",
     "chat": "._oneshot",
     "decide": "._oneshot",
-    "detect": "._oneshot",
-    "depth": "._oneshot",
-    "embed": "._oneshot",
+    "ChatResult": "._oneshot",
     "DecideResult": "._oneshot",
-    "Perception": "._oneshot",
-    "recipes": ".recipes",
+    "detect": "._perception",
+    "depth": "._perception",
+    "embed": "._perception",
+    "Perception": "._perception",
+    "DetectResult": "._perception",
+    "EmbedResult": "._perception",
+    "DepthResult": "._perception",
+    "SimulatedArm": ".sim",
 }
+# sub-modules, also reachable as attributes without an import (as in 0.20.0)
+_MODULES = {"recipes", "errors", "types", "perceive", "act", "sim"}
 
 __all__ = [
     "__version__",
@@ -57,23 +70,29 @@ __all__ = [
     "Unavailable",
     "CertPinError",
     "ChunkExhausted",
+    "InvalidArgument",
+    "InvalidArgumentType",
+    "InvalidIndex",
+    "ObservationMismatch",
     "ImageFrame",
     "Proprioception",
     "Observation",
     "Model",
     *_LAZY,
+    "recipes",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
+    if name in _MODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    else:
         raise AttributeError(f"module 'sequence_ai' has no attribute {name!r}")
-    module = importlib.import_module(module_name, __name__)
-    value = module if name == "recipes" else getattr(module, name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _MODULES)

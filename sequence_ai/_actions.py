@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from ._errors import InvalidRequest
+from ._errors import InvalidArgument, InvalidArgumentType, InvalidIndex, InvalidRequest
 from ._wire import Model
 
 __all__ = ["prepare", "to_joint_positions"]
@@ -38,7 +38,7 @@ def _semantics(model: Model) -> Dict[str, Any]:
 
 def _rows(chunk: Any) -> Sequence[Any]:
     if isinstance(chunk, (str, bytes)) or not hasattr(chunk, "__len__") or not hasattr(chunk, "__getitem__"):
-        raise TypeError(f"chunk must be an ActionChunk or a sequence of rows (got {type(chunk).__name__})")
+        raise InvalidArgumentType(f"chunk must be an ActionChunk or a sequence of rows (got {type(chunk).__name__})")
     return chunk
 
 
@@ -46,9 +46,9 @@ def _floats(row: Any, what: str) -> List[float]:
     try:
         values = [float(v) for v in row]
     except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a sequence of numbers (got {row!r})") from None
+        raise InvalidArgumentType(f"{what} must be a sequence of numbers (got {row!r})") from None
     if not values:
-        raise ValueError(f"{what} is empty")
+        raise InvalidArgument(f"{what} is empty")
     return values
 
 
@@ -70,7 +70,7 @@ def _split(model: Model, width: int) -> Tuple[int, int]:
         return joints, gripper
     if not layout:
         return width, 0
-    raise ValueError(
+    raise InvalidArgument(
         f"rows of {model.short_id} are {width} wide but its state_layout {layout} splits {joints + gripper}; "
         "cannot tell the gripper apart from the joints"
     )
@@ -85,9 +85,9 @@ def prepare(chunk: Any, model: Union[Model, str], i: int) -> List[float]:
     rows = _rows(chunk)
     _check_space(chunk, semantics, row_model)
     if isinstance(i, bool) or not isinstance(i, int):
-        raise TypeError(f"i must be a row index (int), got {type(i).__name__}")
+        raise InvalidArgumentType(f"i must be a row index (int), got {type(i).__name__}")
     if not -len(rows) <= i < len(rows):
-        raise IndexError(f"row {i} is outside the chunk's {len(rows)} rows")
+        raise InvalidIndex(f"row {i} is outside the chunk's {len(rows)} rows")
     row = _floats(rows[i], f"row {i}")
     joints, gripper = _split(row_model, len(row))
     threshold = semantics.get("gripper_binarize_threshold")
@@ -130,7 +130,7 @@ def to_joint_positions(chunk: Any, q_ref: Sequence[float], model: Union[Model, s
         row = _floats(rows[index], f"row {index}")
         joints = _split(row_model, len(row))[0] if row_model.state_layout else len(reference)
         if len(reference) != joints or joints > len(row):
-            raise ValueError(
+            raise InvalidArgument(
                 f"q_ref has {len(reference)} joint(s) but rows of {row_model.short_id} carry {joints}"
             )
         targets.append([q + d for q, d in zip(reference, row[:joints])] + row[joints:])

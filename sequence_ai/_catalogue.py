@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Dict, List, Optional, Tuple
 
-from ._errors import InvalidRequest, SequencesError
+from ._errors import InvalidArgument, InvalidArgumentType, InvalidRequest, SequencesError
 from ._http import gateway_call, resolve_api_key, resolve_base_url
 from ._wire import Model
 
@@ -45,11 +45,10 @@ def models(
     $SEQUENCES_API_KEY) goes along whenever there is one, as in the reference client (a gateway
     may show a tenant rows of its own)."""
     if endpoint is not None and endpoint not in ENDPOINTS:
-        raise ValueError(f"endpoint must be one of {', '.join(ENDPOINTS)} (got {endpoint!r})")
+        raise InvalidArgument(f"endpoint must be one of {', '.join(ENDPOINTS)} (got {endpoint!r})")
     path = "/v1/models" + (f"?endpoint={endpoint}" if endpoint else "")
-    body = gateway_call(
-        "GET", resolve_base_url(base_url), path, api_key=resolve_api_key(api_key), timeout_s=timeout_s
-    )
+    base = resolve_base_url(base_url)
+    body = gateway_call("GET", base, path, api_key=resolve_api_key(api_key, base), timeout_s=timeout_s)
     return _parse_catalogue(body)
 
 
@@ -80,8 +79,9 @@ def lookup(
     InvalidRequest (nothing billed) when the name is not in the catalogue or serves another
     endpoint than `endpoint`."""
     if not isinstance(name, str) or not name:
-        raise TypeError(f"model must be a non-empty model name or a Model (got {name!r})")
-    cache_key = (resolve_base_url(base_url), resolve_api_key(api_key))
+        raise InvalidArgumentType(f"model must be a non-empty model name or a Model (got {name!r})")
+    base = resolve_base_url(base_url)
+    cache_key = (base, resolve_api_key(api_key, base))
     with _cache_lock:
         rows = _cache.get(cache_key)
     if rows is None:

@@ -11,12 +11,13 @@ import base64
 import io
 from typing import Any, Optional, Union
 
-from ._errors import SequencesError
+from ._errors import InvalidArgument, InvalidArgumentType, SequencesError
 from ._resize import apply, plan
 from ._wire import Model
 
-__all__ = ["ImageExtraMissing", "encode", "to_pixels"]
+__all__ = ["DEFAULT_JPEG_QUALITY", "ImageExtraMissing", "encode", "to_pixels"]
 
+DEFAULT_JPEG_QUALITY = 95  # what every model's own server decodes well; keep it at 90 or above
 INSTALL_HINT = "pip install 'sequence-ai[image]'"
 
 
@@ -44,12 +45,12 @@ def to_pixels(frame: Any) -> Any:
     shape = getattr(frame, "shape", None)
     dtype = getattr(frame, "dtype", None)
     if shape is None or dtype is None:
-        raise TypeError(
+        raise InvalidArgumentType(
             "a frame must be a base64 str, encoded JPEG/PNG bytes, a numpy array or a PIL image "
             f"(got {type(frame).__name__})"
         )
     if str(dtype) != "uint8":
-        raise TypeError(
+        raise InvalidArgumentType(
             f"array frames must be uint8 (got {dtype}); convert first, e.g. "
             "(frame * 255).clip(0, 255).astype('uint8') for floats in [0, 1]"
         )
@@ -60,10 +61,10 @@ def to_pixels(frame: Any) -> Any:
             raise ImageExtraMissing(f"array frames need numpy: {INSTALL_HINT}") from None
         array = np.asarray(frame)
         return array[:, :, 0] if array.ndim == 3 and array.shape[2] == 1 else array
-    raise ValueError(f"array frames must be H×W, H×W×3 (RGB) or H×W×4 (RGBA) (got shape {tuple(shape)})")
+    raise InvalidArgument(f"array frames must be H×W, H×W×3 (RGB) or H×W×4 (RGBA) (got shape {tuple(shape)})")
 
 
-def encode(frame: Any, model: Union[Model, str, None] = None, *, quality: int = 95) -> str:
+def encode(frame: Any, model: Union[Model, str, None] = None, *, quality: int = DEFAULT_JPEG_QUALITY) -> str:
     """`frame` as the base64 string the model expects: sized per the catalogue row of `model`
     (letterbox, stretch, shortest edge, or the 640 long-edge cap without a model), JPEG at
     `quality` (keep it at 90 or above). A str is returned unchanged, bytes are only base64-encoded."""
@@ -72,7 +73,7 @@ def encode(frame: Any, model: Union[Model, str, None] = None, *, quality: int = 
     if isinstance(frame, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(frame)).decode("ascii")
     if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
-        raise ValueError(f"quality must be an int from 1 to 100 (got {quality!r}); 95 is the default")
+        raise InvalidArgument(f"quality must be an int from 1 to 100 (got {quality!r}); 95 is the default")
     row: Optional[Model] = None
     if model is not None:
         from ._catalogue import resolve_model

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ._errors import AuthError, SequencesError, Unavailable
 from ._http11 import GatewayClient
 from ._httpx_gateway import HttpxGateway, proxy_for
+from ._mock import is_mock, key_for, local_platform
 from ._status_errors import error_from_response
 from ._transport import Answer, AnswerTooLarge, GatewayTransport, TransportError, TransportTimeout
 from ._version import __version__
@@ -23,20 +24,27 @@ USER_AGENT = f"sequence-ai-python/{__version__}"
 
 
 def resolve_base_url(base_url: Optional[str] = None) -> str:
-    """`base_url=` first, then $SEQUENCES_BASE_URL, then the public gateway; no trailing slash."""
+    """`base_url=` first, then $SEQUENCES_BASE_URL, then the public gateway; no trailing slash.
+    "mock" / "mock:…" is the local platform, started for this process (`_mock.py`)."""
     value = base_url if base_url is not None else os.environ.get("SEQUENCES_BASE_URL")
+    if is_mock(value):
+        return local_platform().base_url
     return (value or DEFAULT_BASE_URL).rstrip("/")
 
 
-def resolve_api_key(api_key: Optional[str] = None) -> Optional[str]:
-    """`api_key=` first, then $SEQUENCES_API_KEY; None when neither is set. An empty `api_key=""`
-    counts as not given (as in the reference client): the environment's key is used."""
+def resolve_api_key(api_key: Optional[str] = None, base_url: Optional[str] = None) -> Optional[str]:
+    """`api_key=` first, then (for the mock tier's platform) its key, then $SEQUENCES_API_KEY;
+    None when there is none. An empty `api_key=""` counts as not given (as in the reference
+    client): the environment's key is used."""
+    mock_key = None if api_key else key_for(base_url)
+    if mock_key:
+        return mock_key
     return api_key or os.environ.get("SEQUENCES_API_KEY") or None
 
 
-def require_api_key(api_key: Optional[str] = None) -> str:
-    """The key, or AuthError before any I/O."""
-    key = resolve_api_key(api_key)
+def require_api_key(api_key: Optional[str] = None, base_url: Optional[str] = None) -> str:
+    """The key, or AuthError before any I/O. `base_url` is the resolved gateway."""
+    key = resolve_api_key(api_key, base_url)
     if not key:
         raise AuthError(
             "no API key: set SEQUENCES_API_KEY or pass api_key= "

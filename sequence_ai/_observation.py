@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._errors import InvalidArgumentType, ObservationMismatch
 from ._wire import ImageFrame, Model, Observation, Proprioception
 
 __all__ = ["observation", "observation_problems", "problems_message", "trim_frames"]
@@ -126,11 +127,11 @@ def _as_floats(name: str, values: Optional[Sequence[float]]) -> Optional[List[fl
     if values is None:
         return None
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{name} must be a sequence of numbers (got {type(values).__name__})")
+        raise InvalidArgumentType(f"{name} must be a sequence of numbers (got {type(values).__name__})")
     try:
         return [float(v) for v in values]
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of numbers (got {values!r})") from None
+        raise InvalidArgumentType(f"{name} must be a sequence of numbers (got {values!r})") from None
 
 
 def observation(
@@ -151,19 +152,20 @@ def observation(
     `images` maps view name → frame (base64 str, encoded bytes, ndarray or PIL image; the last
     two need ``pip install 'sequence-ai[image]'``). A camera the model does not declare is
     dropped with a warning naming it; a declared view that is missing, or a state that does not
-    match `state_layout` half by half, raises ValueError (`strict=False`: one warning instead).
+    match `state_layout` half by half, raises ObservationMismatch (a ValueError; `strict=False`:
+    one warning instead).
     Each frame is sized and JPEG-encoded by `encode()`."""
     from ._catalogue import resolve_model
     from ._encode import encode
 
     row = resolve_model(model, endpoint="act")
     if not isinstance(images, Mapping):
-        raise TypeError(
+        raise InvalidArgumentType(
             f"images must be a mapping of view name -> frame, e.g. {{'exterior_1': frame}} "
             f"(got {type(images).__name__})"
         )
     if not isinstance(instruction, str):
-        raise TypeError(f"instruction must be a str (got {type(instruction).__name__})")
+        raise InvalidArgumentType(f"instruction must be a str (got {type(instruction).__name__})")
     joint_list = _as_floats("joints", joints)
     if joint_list is None and row.state_dim == 0:
         joint_list = []
@@ -180,7 +182,7 @@ def observation(
     if problems:
         message = problems_message(row, problems, bool(missing))
         if strict:
-            raise ValueError(message)
+            raise ObservationMismatch(message)
         warnings.warn(message, UserWarning, stacklevel=2)
     if unknown:
         warnings.warn(

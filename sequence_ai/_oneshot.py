@@ -1,36 +1,23 @@
-"""The calls that stand apart from the control loop: account, chat, decide, and perception
-(detect / embed / depth) — one request, one answer (WIRE.md §4.3, §4.7–§4.9).
+"""The calls that stand apart from the control loop: account, chat, decide — one request, one
+answer (WIRE.md §4.3, §4.7, §4.8). Perception (detect / embed / depth) is `_perception.py`.
 
 chat and decide are answered by an external provider: no warm-wait, a 503 is an outage.
-Perception runs on our workers and waits through a cold start, reporting progress.
 """
 
 from __future__ import annotations
 
-import base64
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._catalogue import resolve_model
-from ._encode import ImageExtraMissing, encode
-from ._errors import InvalidRequest, SequencesError, Unavailable
+from ._errors import InvalidArgumentType, InvalidRequest, SequencesError, Unavailable
 from ._http import gateway_call, require_api_key, resolve_base_url
 from ._wire import Model
 
-__all__ = ["DecideResult", "Perception", "account", "chat", "decide", "depth", "detect", "embed", "parse_decide"]
+__all__ = ["ChatResult", "DecideResult", "account", "chat", "decide", "envelope", "parse_chat", "parse_decide"]
 
 QUESTION_TYPES = ("noul", "choice", "score")
 MAX_CHAT_MESSAGES = 256
-MAX_IMAGES = 64
-MAX_LABELS = 256
-MAX_TEXTS = 256
-PERCEIVE_ATTEMPT_TIMEOUT_S = 60.0
-PERCEIVE_STARTUP_TIMEOUT_S = 420.0
-DEFAULT_WARMING_ETA_S = 20.0
-_TASK_OF_ARCHITECTURE = {"det": "detect", "emb": "embed", "depth": "depth"}
-
-_sleep = time.sleep  # tests shorten waits by replacing this, never by faking answers
 
 
 def _row(model: Union[Model, str], endpoint: str, base_url: str, api_key: str) -> Model:
@@ -55,11 +42,49 @@ def _provider_call(base: str, path: str, key: str, body: Dict[str, Any], timeout
 
 def account(*, base_url: Optional[str] = None, api_key: Optional[str] = None, timeout_s: Optional[float] = 15.0) -> Dict[str, Any]:
     """The key's account, untouched: `balance` (prepaid money left), `usage`, `limits`."""
-    key = require_api_key(api_key)
-    body = gateway_call("GET", resolve_base_url(base_url), "/v1/account", api_key=key, timeout_s=timeout_s)
+    base = resolve_base_url(base_url)
+    body = gateway_call("GET", base, "/v1/account", api_key=require_api_key(api_key, base), timeout_s=timeout_s)
     if not isinstance(body, dict):
         raise SequencesError("malformed /v1/account answer: not a JSON object")
     return body
+
+
+def envelope(answer: Dict[str, Any]) -> Dict[str, Any]:
+    """What every one-shot answer carries besides its payload: id, model, usage, perf, warnings,
+    and the answer itself as `raw` (fields of a malformed type are left empty)."""
+    usage, perf, warnings = answer.get("usage"), answer.get("perf"), answer.get("warnings")
+    return {
+        "id": str(answer.get("id") or ""),
+        "model": str(answer.get("model") or ""),
+        "usage": usage if isinstance(usage, dict) else {},
+        "perf": perf if isinstance(perf, dict) else {},
+        "warnings": warnings if isinstance(warnings, list) else [],
+        "raw": answer,
+    }
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One assistant turn: `message` ({"role": "assistant", "content": ...}), `finish_reason`
+    ("stop", "length", "tool_calls" ...), and the answer's `usage`, `perf`, `warnings`."""
+
+    id: str
+    model: str
+    message: Dict[str, Any]
+    finish_reason: str
+    usage: Dict[str, Any] = field(default_factory=dict)
+    perf: Dict[str, Any] = field(default_factory=dict)
+    warnings: List[Any] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def parse_chat(body: Any) -> ChatResult:
+    if not isinstance(body, dict):
+        raise SequencesError("malformed /v1/chat answer: not a JSON object")
+    message = body.get("message")
+    if not isinstance(message, dict):
+        raise SequencesError("malformed /v1/chat answer: 'message' is not an object")
+    return ChatResult(message=message, finish_reason=str(body.get("finish_reason") or ""), **envelope(body))
 
 
 def chat(
@@ -72,17 +97,18 @@ def chat(
     base_url: Optional[str] = None,
     api_key: Optional[str] = None,
     timeout_s: Optional[float] = 120.0,
-) -> Dict[str, Any]:
-    """One assistant turn; the answer untouched (`message`, `finish_reason`, `usage`, ...).
+) -> ChatResult:
+    """One assistant turn: a ChatResult (`message`, `finish_reason`, `usage`, ...; `raw` is the
+    answer untouched).
 
     `messages` is a list of {"role", "content"} or a plain string (one user turn). Bounded by
     `timeout_s` (the 0.20.0 client waited forever by default)."""
-    key = require_api_key(api_key)
     base = resolve_base_url(base_url)
+    key = require_api_key(api_key, base)
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
-        raise TypeError("messages must be a string or a list of {'role': ..., 'content': ...} objects")
+        raise InvalidArgumentType("messages must be a string or a list of {'role': ..., 'content': ...} objects")
     if not messages:
         raise InvalidRequest("messages is empty; send at least one")
     if len(messages) > MAX_CHAT_MESSAGES:
@@ -93,10 +119,7 @@ def chat(
         body["temperature"] = temperature
     if tools is not None:
         body["tools"] = tools
-    answer = _provider_call(base, "/v1/chat", key, body, timeout_s)
-    if not isinstance(answer, dict):
-        raise SequencesError("malformed /v1/chat answer: not a JSON object")
-    return answer
+    return parse_chat(_provider_call(base, "/v1/chat", key, body, timeout_s))
 
 
 @dataclass(frozen=True)
@@ -125,17 +148,7 @@ def parse_decide(body: Any) -> DecideResult:
     for key, answer in answers.items():
         if not isinstance(answer, dict):
             raise SequencesError(f"malformed /v1/decide answer: answer {key!r} is not an object")
-    usage, perf, warnings = body.get("usage"), body.get("perf"), body.get("warnings")
-    return DecideResult(
-        answers=dict(answers),
-        id=str(body.get("id") or ""),
-        model=str(body.get("model") or ""),
-        provider=str(body.get("provider") or ""),
-        usage=usage if isinstance(usage, dict) else {},
-        perf=perf if isinstance(perf, dict) else {},
-        warnings=warnings if isinstance(warnings, list) else [],
-        raw=body,
-    )
+    return DecideResult(answers=dict(answers), provider=str(body.get("provider") or ""), **envelope(body))
 
 
 def decide(
@@ -152,10 +165,10 @@ def decide(
     Each question is {"type": "noul" | "choice" | "score", "instructions": ..., "criteria": ...};
     the answer comes back under the same key. No cold-start wait: a 503 means the provider is
     down (Unavailable with warming=False), not warming."""
-    key = require_api_key(api_key)
     base = resolve_base_url(base_url)
+    key = require_api_key(api_key, base)
     if not isinstance(questions, Mapping):
-        raise TypeError("questions must be a mapping of your key -> {'type': ..., 'instructions': ..., 'criteria': ...}")
+        raise InvalidArgumentType("questions must be a mapping of your key -> {'type': ..., 'instructions': ..., 'criteria': ...}")
     if not questions:
         raise InvalidRequest("questions is empty; ask at least one")
     for name, question in questions.items():
@@ -165,200 +178,3 @@ def decide(
     body = {"model": row.id, "state": state, "questions": {str(k): dict(v) for k, v in questions.items()}}
     answer = _provider_call(base, "/v1/decide", key, body, timeout_s)
     return parse_decide(answer)
-
-
-# --- perception -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Perception:
-    """A perception answer. Only the fields of its task are set: detect → `detections` (one
-    entry per image, boxes in original-image pixels); embed → `image_embeddings`,
-    `text_embeddings`, `embedding_dim`; depth → `depth` (one float32 H×W array per image:
-    relative inverse depth, larger = nearer)."""
-
-    task: str
-    id: str = ""
-    model: str = ""
-    detections: Optional[List[Dict[str, Any]]] = None
-    image_embeddings: Optional[List[List[float]]] = None
-    text_embeddings: Optional[List[List[float]]] = None
-    embedding_dim: Optional[int] = None
-    depth: Optional[List[Any]] = None
-    usage: Dict[str, Any] = field(default_factory=dict)
-    perf: Dict[str, Any] = field(default_factory=dict)
-    warnings: List[Any] = field(default_factory=list)
-    raw: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-WarmingCallback = Callable[[float, float], None]
-
-
-def _frames(images: Any, row: Model, *, required: bool) -> List[str]:
-    if images is None:
-        frames: List[Any] = []
-    elif isinstance(images, (list, tuple)):
-        frames = list(images)
-    else:
-        frames = [images]
-    if required and not frames:
-        raise InvalidRequest(f"{row.short_id} needs 1..{MAX_IMAGES} images")
-    if len(frames) > MAX_IMAGES:
-        raise InvalidRequest(f"{len(frames)} images is more than the {MAX_IMAGES} one perceive call takes")
-    return [encode(frame, row) for frame in frames]
-
-
-def _perceive(
-    model: Union[Model, str],
-    task: str,
-    fields: Dict[str, Any],
-    images: Any,
-    *,
-    on_warming: Optional[WarmingCallback],
-    startup_timeout_s: float,
-    base_url: Optional[str],
-    api_key: Optional[str],
-) -> Dict[str, Any]:
-    key = require_api_key(api_key)
-    base = resolve_base_url(base_url)
-    row = _row(model, "perceive", base, key)
-    row_task = _TASK_OF_ARCHITECTURE.get(row.architecture)
-    if row_task != task:
-        raise InvalidRequest(f"{row.short_id} does {row_task or row.architecture or 'an unknown task'}, not {task}")
-    body: Dict[str, Any] = {"model": row.id, "task": task, **fields}
-    encoded = _frames(images, row, required=task != "embed")
-    if encoded or task != "embed":
-        body["images"] = encoded
-    started = time.monotonic()
-    while True:
-        try:
-            answer = gateway_call(
-                "POST", base, "/v1/perceive", api_key=key, json_body=body, timeout_s=PERCEIVE_ATTEMPT_TIMEOUT_S
-            )
-        except Unavailable as exc:
-            waited = time.monotonic() - started
-            left = startup_timeout_s - waited
-            if not exc.warming or left <= 0:
-                raise
-            eta = float(exc.retry_after_s or DEFAULT_WARMING_ETA_S)
-            if on_warming is not None:
-                on_warming(waited, eta)
-            _sleep(max(1.0, min(eta, left)))
-            continue
-        if not isinstance(answer, dict):
-            raise SequencesError("malformed /v1/perceive answer: not a JSON object")
-        return answer
-
-
-def _envelope(task: str, answer: Dict[str, Any]) -> Dict[str, Any]:
-    usage, perf, warnings = answer.get("usage"), answer.get("perf"), answer.get("warnings")
-    return {
-        "task": task,
-        "id": str(answer.get("id") or ""),
-        "model": str(answer.get("model") or ""),
-        "usage": usage if isinstance(usage, dict) else {},
-        "perf": perf if isinstance(perf, dict) else {},
-        "warnings": warnings if isinstance(warnings, list) else [],
-        "raw": answer,
-    }
-
-
-def detect(
-    model: Union[Model, str],
-    images: Any,
-    labels: Sequence[str],
-    *,
-    box_threshold: Optional[float] = None,
-    text_threshold: Optional[float] = None,
-    on_warming: Optional[WarmingCallback] = None,
-    startup_timeout_s: float = PERCEIVE_STARTUP_TIMEOUT_S,
-    base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
-) -> Perception:
-    """Open-vocabulary boxes for `labels` in one frame or a list of frames."""
-    if isinstance(labels, str) or not isinstance(labels, Sequence):
-        raise TypeError("labels must be a list of strings, e.g. ['cup', 'gripper']")
-    if not 1 <= len(labels) <= MAX_LABELS:
-        raise InvalidRequest(f"detect takes 1..{MAX_LABELS} labels (got {len(labels)})")
-    fields: Dict[str, Any] = {"labels": [str(label) for label in labels]}
-    if box_threshold is not None:
-        fields["box_threshold"] = box_threshold
-    if text_threshold is not None:
-        fields["text_threshold"] = text_threshold
-    answer = _perceive(model, "detect", fields, images, on_warming=on_warming,
-                       startup_timeout_s=startup_timeout_s, base_url=base_url, api_key=api_key)
-    detections = answer.get("detections")
-    if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
-        raise SequencesError("malformed detect answer: 'detections' is not a list of objects")
-    return Perception(detections=detections, **_envelope("detect", answer))
-
-
-def embed(
-    model: Union[Model, str],
-    images: Any = None,
-    text: Optional[Sequence[str]] = None,
-    *,
-    on_warming: Optional[WarmingCallback] = None,
-    startup_timeout_s: float = PERCEIVE_STARTUP_TIMEOUT_S,
-    base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
-) -> Perception:
-    """L2-normalised embeddings of frames and/or strings (at least one of the two)."""
-    if isinstance(text, str):
-        text = [text]
-    if images is None and not text:
-        raise InvalidRequest("embed needs images, text, or both")
-    fields: Dict[str, Any] = {}
-    if text:
-        if len(text) > MAX_TEXTS:
-            raise InvalidRequest(f"embed takes at most {MAX_TEXTS} texts (got {len(text)})")
-        fields["text"] = [str(t) for t in text]
-    answer = _perceive(model, "embed", fields, images, on_warming=on_warming,
-                       startup_timeout_s=startup_timeout_s, base_url=base_url, api_key=api_key)
-    image_vectors, text_vectors = answer.get("image_embeddings"), answer.get("text_embeddings")
-    for name, vectors in (("image_embeddings", image_vectors), ("text_embeddings", text_vectors)):
-        if vectors is not None and not (isinstance(vectors, list) and all(isinstance(v, list) for v in vectors)):
-            raise SequencesError(f"malformed embed answer: {name!r} is not a list of vectors")
-    dim = answer.get("embedding_dim")
-    return Perception(
-        image_embeddings=image_vectors,
-        text_embeddings=text_vectors,
-        embedding_dim=dim if isinstance(dim, int) and not isinstance(dim, bool) else None,
-        **_envelope("embed", answer),
-    )
-
-
-def _depth_arrays(answer: Dict[str, Any]) -> List[Any]:
-    try:
-        import numpy as np
-    except ImportError:
-        raise ImageExtraMissing("decoding depth maps needs numpy: pip install 'sequence-ai[image]'") from None
-    buffers, shapes = answer.get("depth"), answer.get("depth_shape")
-    dtype = answer.get("depth_dtype") or "float16"
-    if not isinstance(buffers, list) or not isinstance(shapes, list) or len(buffers) != len(shapes):
-        raise SequencesError("malformed depth answer: 'depth' and 'depth_shape' must be lists of equal length")
-    if dtype not in ("float16", "float32"):
-        raise SequencesError(f"malformed depth answer: unknown depth_dtype {dtype!r}")
-    arrays = []
-    for index, (data, shape) in enumerate(zip(buffers, shapes)):
-        try:
-            raw = base64.b64decode(data, validate=True)
-            arrays.append(np.frombuffer(raw, dtype=dtype).reshape([int(s) for s in shape]).astype(np.float32))
-        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an infinite dimension
-            raise SequencesError(f"malformed depth answer: map {index} does not decode to {shape}: {exc}") from None
-    return arrays
-
-
-def depth(
-    model: Union[Model, str],
-    images: Any,
-    *,
-    on_warming: Optional[WarmingCallback] = None,
-    startup_timeout_s: float = PERCEIVE_STARTUP_TIMEOUT_S,
-    base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
-) -> Perception:
-    """Relative inverse depth (larger = nearer) of one frame or a list; decoding needs numpy."""
-    answer = _perceive(model, "depth", {}, images, on_warming=on_warming,
-                       startup_timeout_s=startup_timeout_s, base_url=base_url, api_key=api_key)
-    return Perception(depth=_depth_arrays(answer), **_envelope("depth", answer))

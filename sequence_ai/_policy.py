@@ -294,8 +294,8 @@ class Policy:
 
     @property
     def contract(self) -> Optional[Dict[str, Any]]:
-        """The observation contract the worker declared on connect, if any."""
-        return self._worker.contract
+        """What the last connect answer declared, as 0.20.0: {"action", "observation", "embodiment"}; None before."""
+        return None if self._worker.declared is None else dict(self._worker.declared)
 
     @property
     def session(self) -> str:
@@ -317,7 +317,7 @@ def connect(model: str, *, api_key: Optional[str] = None, base_url: Optional[str
             seed: Optional[int] = None, control_hz: Optional[float] = None) -> Policy:
     """A Policy for `model`. Sends nothing: the key is checked locally (AuthError if missing)
     and the first request admits the session. Use it as a context manager."""
-    key = require_api_key(api_key)
-    return Policy(model, api_key=key, base_url=resolve_base_url(base_url), timeout_s=timeout_s,
+    base_url = resolve_base_url(base_url)  # first: "mock" starts the local platform, whose key needs none
+    return Policy(model, api_key=require_api_key(api_key, base_url), base_url=base_url, timeout_s=timeout_s,
                   startup_timeout_s=startup_timeout_s, on_warming=on_warming, validate=validate,
                   embodiment=embodiment, expect=expect, seed=seed, control_hz=control_hz)

@@ -12,7 +12,7 @@ import random
 import warnings
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ._errors import InvalidRequest
+from ._errors import InvalidArgument, InvalidArgumentType, ObservationMismatch
 from ._limits import encode_within_limit
 from ._observation import observation_problems, problems_message, trim_frames
 from ._wire import Model, Observation
@@ -34,7 +34,7 @@ def with_instruction(observation: Any, instruction: str) -> Any:
         return dataclasses.replace(observation, instruction=instruction)
     if isinstance(observation, Mapping):
         return {**observation, "instruction": instruction}
-    raise TypeError(f"observe() must return an Observation, not {type(observation).__name__}")
+    raise InvalidArgumentType(f"observe() must return an Observation, not {type(observation).__name__}")
 
 
 def observation_wire(observation: Any) -> Dict[str, Any]:
@@ -42,7 +42,7 @@ def observation_wire(observation: Any) -> Dict[str, Any]:
         return observation.to_wire()
     if isinstance(observation, Mapping):
         return dict(observation)
-    raise TypeError(f"an observation must be an Observation, not {type(observation).__name__}")
+    raise InvalidArgumentType(f"an observation must be an Observation, not {type(observation).__name__}")
 
 
 class ObservationCheck:
@@ -51,19 +51,20 @@ class ObservationCheck:
 
     def __init__(self, mode: str):
         if mode not in VALIDATE_MODES:
-            raise ValueError(f"validate must be one of {', '.join(VALIDATE_MODES)}, not {mode!r}")
+            raise InvalidArgument(f"validate must be one of {', '.join(VALIDATE_MODES)}, not {mode!r}")
         self.mode = mode
         self._warned_trim = False
 
     def apply(self, row: Optional[Model], observation: Any) -> Any:
-        """The observation to send (maybe trimmed); warns or raises InvalidRequest on problems."""
+        """The observation to send (maybe trimmed); warns or raises ObservationMismatch (an
+        InvalidRequest) on problems."""
         if self.mode == "off" or row is None or not isinstance(observation, Observation):
             return observation
         problems, rejected = observation_problems(row, observation)
         if problems:
             message = problems_message(row, problems, rejected)
             if self.mode == "strict":
-                raise InvalidRequest(message)
+                raise ObservationMismatch(message)
             warnings.warn(message, UserWarning, stacklevel=4)
         trimmed, dropped = trim_frames(row, observation)
         if dropped and not self._warned_trim:

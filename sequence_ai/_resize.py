@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
+from ._errors import InvalidArgument, ObservationMismatch
 from ._wire import Model
 
 try:
@@ -65,7 +66,7 @@ def check_aspect(width: int, height: int, trained_ratio: Optional[float], square
     trained = square / trained_ratio if trained_ratio >= 1 else square * trained_ratio
     if abs(extent - trained) > ASPECT_TOLERANCE_PX:
         side = "rows" if ratio >= 1 else "columns"
-        raise ValueError(
+        raise ObservationMismatch(
             f"frame {width}x{height} has aspect ratio {_ratio_name(ratio)} but {model_name} was trained on "
             f"{_ratio_name(trained_ratio)}: fitted into {square} px it would fill {extent:.0f} {side} where "
             f"training filled {trained:.0f}. Crop the frame to {_ratio_name(trained_ratio)} before sending it; "
@@ -91,7 +92,7 @@ def plan(width: int, height: int, model: Optional[Model] = None) -> SizePlan:
     """The sizing for a `width`×`height` frame sent to `model` (None: only the 640 cap)."""
     source = (int(width), int(height))
     if source[0] < 1 or source[1] < 1:
-        raise ValueError(f"frame has no pixels ({width}x{height})")
+        raise InvalidArgument(f"frame has no pixels ({width}x{height})")
     resize: Optional[Dict[str, Any]] = model.client_resize if model is not None else None
     if not resize:
         long_edge = max(source)

@@ -112,6 +112,7 @@ class WorkerConnection:
         self.episode_resets = 0
         self.contract: Optional[Dict[str, Any]] = None
         self.declared_action: Optional[Dict[str, Any]] = None
+        self.declared: Optional[Dict[str, Any]] = None  # the last connect answer's contract (Policy.contract)
         self._closed = False
 
     # -- admission -------------------------------------------------------------------------
@@ -133,6 +134,7 @@ class WorkerConnection:
         if grant.observation is not None:
             self.contract = grant.observation
         self.declared_action = grant.action
+        self.declared = {"action": grant.action, "observation": grant.observation, "embodiment": grant.embodiment}
         return grant
 
     def _renew_at(self, grant: Grant) -> Optional[float]:

@@ -1,4 +1,5 @@
-"""`pip install .` gives a client whose only runtime dependency is httpx, with its resampler compiled."""
+"""`pip install .` gives a client whose only runtime dependency is httpx, with its resampler compiled,
+the `[image]` and `[serve]` extras and its console scripts."""
 
 from __future__ import annotations
 
@@ -54,3 +55,20 @@ def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
     assert compiled.stdout.strip() == "True", "pip install did not build encode()'s compiled resampler"
     for script in ("sequence-ai", "seqai"):
         assert (env_dir / "bin" / script).exists(), f"console script {script} missing"
+    metadata = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m, json; d = m.metadata('sequence-ai'); "
+         "print(json.dumps([sorted(d.get_all('Provides-Extra')), m.requires('sequence-ai'), d['Requires-Python']]))"],
+        check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
+    )
+    extras, requires, python_versions = json.loads(metadata.stdout)
+    assert extras == ["image", "serve"] and python_versions == ">=3.9"
+    assert [r for r in requires if "extra ==" not in r] == ["httpx<1,>=0.25"]
+
+
+def test_the_build_is_declared_in_pyproject():
+    """pip warns on (and will stop running) setup.py-only builds; the metadata lives in pyproject.toml."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["build-system"]["build-backend"] == "setuptools.build_meta"
+    assert project["project"]["name"] == "sequence-ai" and project["project"]["dependencies"] == ["httpx>=0.25,<1"]
+    assert not (ROOT / "setup.cfg").exists(), "one place for the metadata"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -133,3 +134,77 @@ def test_doctor_reports_a_certificate_that_does_not_match_the_pin(platform, env_
     assert cli.main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "CERT PIN MISMATCH" in out and "latency" not in out
+
+
+def test_doctor_does_not_need_the_worker_to_serve_ping(platform, env_of, capsys):
+    env_of(platform)
+    platform.fault("status", code=501, route="ping")  # a worker need not serve GET /ping (0.20.0 never calls it)
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "worker up, cert pinned, lease" in out and "new connection each call" in out
+    assert out.rstrip().endswith("ready")
+    assert "GET /ping" not in platform.stats()["worker"]  # measured with POST /act, which every worker serves
+
+
+def test_doctor_shows_network_time_not_the_time_to_build_clients(platform, env_of, capsys, monkeypatch):
+    import httpx
+
+    from sequence_ai import _http11
+
+    slow_s = 0.4  # building a client (its TLS context) is slow on a loaded robot; it is not the network
+    for cls in (httpx.Client, _http11.PinnedClient):
+        real_init = cls.__init__
+
+        def slow_init(self, *args, _real=real_init, **kwargs):
+            time.sleep(slow_s)
+            _real(self, *args, **kwargs)
+        monkeypatch.setattr(cls, "__init__", slow_init)
+    env_of(platform)
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    shown = {label: float(out.split(label)[1].split(" ms")[0].split("(")[-1].split()[-1])
+             for label in ("gateway       up (", "new connection each call")}
+    assert all(ms < slow_s * 1000 for ms in shown.values()), shown
+
+
+def test_doctor_prints_a_credit_line_when_the_account_has_no_balance():
+    import io
+
+    from sequence_ai._doctor import _credit, _Report
+
+    out = io.StringIO()
+    report = _Report(out)
+    _credit({"object": "list", "data": []}, report)  # what a 0.20.0 mock's /v1/account answers
+    assert out.getvalue().split()[:2] == ["credit", "not"] and report.problems == 0
+
+
+def test_doctor_on_the_mock_tier_needs_no_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "SEQUENCES_API_KEY"}
+    env.update(SEQUENCES_BASE_URL="mock", PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-m", "sequence_ai", "doctor"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "key valid     yes" in done.stdout and done.stdout.rstrip().endswith("ready")
+
+
+def test_unreachable_gateway_hints_at_the_base_url(capsys):
+    assert cli.main(["--base-url", "http://127.0.0.1:9", "models"]) == 1
+    err = capsys.readouterr().err
+    assert "SEQUENCES_BASE_URL" in err and "sequence-ai serve" in err and "SEQUENCES_BASE_URL=mock" in err
+    assert cli.main(["--base-url", "http://127.0.0.1:9", "doctor"]) == 1
+    assert "SEQUENCES_BASE_URL=mock" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["models"], ["doctor"]])
+def test_output_into_a_closed_pipe_is_no_traceback(platform, command):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader (`| head`) has gone before the first line
+    env = {**os.environ, "PYTHONPATH": ROOT, "SEQUENCES_BASE_URL": platform.base_url,
+           "SEQUENCES_API_KEY": platform.api_key}
+    try:
+        done = subprocess.run([sys.executable, "-m", "sequence_ai", *command], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sequence_ai import AuthError, InvalidRequest, SequencesError, account, chat, models
+from sequence_ai import AuthError, ChatResult, InvalidRequest, SequencesError, account, chat, models
 from sequence_ai._catalogue import clear_cache, lookup
 
 
@@ -62,9 +62,10 @@ def test_account_without_a_key_fails_before_any_request(monkeypatch):
 
 def test_chat_returns_the_assistant_message(platform):
     answer = chat("claude-opus-4-8", "what next?", base_url=platform.base_url, api_key=platform.api_key)
-    assert answer["message"]["role"] == "assistant"
-    assert "what next?" in answer["message"]["content"]
-    assert answer["finish_reason"] == "stop"
+    assert isinstance(answer, ChatResult)  # as 0.20.0: attributes, the answer itself in .raw
+    assert answer.message["role"] == "assistant"
+    assert "what next?" in answer.message["content"]
+    assert answer.finish_reason == "stop" and answer.usage and answer.raw["message"] == answer.message
 
 
 def test_chat_refuses_locally_what_the_gateway_would_refuse(platform):

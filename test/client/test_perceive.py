@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from sequence_ai import InvalidRequest, SequencesError, Unavailable, _oneshot, depth, detect, embed
+from sequence_ai import InvalidRequest, SequencesError, Unavailable, _perception, depth, detect, embed
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -66,7 +66,7 @@ def test_perception_limits_and_task_are_checked_locally(on):
 
 def test_perceive_waits_through_warming_and_reports_progress(monkeypatch):
     sleeps = []
-    monkeypatch.setattr(_oneshot, "_sleep", sleeps.append)
+    monkeypatch.setattr(_perception, "_sleep", sleeps.append)
     answer = {"id": "per_1", "model": "accounts/sequences/models/siglip-so400m", "image_embeddings": None,
               "text_embeddings": [[1.0, 0.0]], "embedding_dim": 2, "usage": {}, "perf": {}, "warnings": []}
     warming = {"detail": {"status": "warming_up", "retry_after_s": 7, "message": "loading"}}
@@ -81,7 +81,7 @@ def test_perceive_waits_through_warming_and_reports_progress(monkeypatch):
 
 
 def test_perceive_gives_up_at_the_startup_timeout_and_never_retries_other_errors(monkeypatch):
-    monkeypatch.setattr(_oneshot, "_sleep", lambda s: None)
+    monkeypatch.setattr(_perception, "_sleep", lambda s: None)
     with ScriptedGateway() as gateway:
         gateway.script["/v1/perceive"] = [(503, {"Retry-After": "5"}, {"code": "warming"})]
         with pytest.raises(Unavailable) as failed:

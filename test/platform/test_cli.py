@@ -77,7 +77,7 @@ def test_fault_flags_at_start():
 
 
 def _console_script() -> list:
-    """`sequence-ai` as installed next to this interpreter, else its entry point (setup.cfg:
+    """`sequence-ai` as installed next to this interpreter, else its entry point (pyproject.toml:
     sequence-ai = sequence_ai.cli:main) run the same way the generated script runs it."""
     script = os.path.join(os.path.dirname(sys.executable), "sequence-ai")
     return [script] if os.path.exists(script) else [sys.executable, "-m", "sequence_ai.cli"]

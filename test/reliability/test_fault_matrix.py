@@ -76,6 +76,31 @@ def _restart_with_wrong_pin(platform) -> None:
     platform.fault("restart_worker")  # ... and the worker the link had verified is gone
 
 
+class _WorkerRestart:
+    """Both shapes of a worker restart: the same address with a new certificate (the local
+    platform's default, which 0.20.0 fails with CertPinError), or a new address."""
+
+    def __init__(self, same_port: bool):
+        self.same_port = same_port
+        self.connects_before = 0
+
+    def arm(self, platform) -> None:
+        before = platform.worker()
+        self.connects_before = _connects(platform)
+        platform.fault("restart_worker", same_port=self.same_port)
+        after = platform.worker()
+        assert after["cert_fingerprint"] != before["cert_fingerprint"], "a restarted worker has a new certificate"
+        moved = f"{before['worker_url']} -> {after['worker_url']}"
+        assert (after["worker_url"] == before["worker_url"]) == self.same_port, f"same_port={self.same_port}: {moved}"
+
+    def readmitted(self, platform, seen) -> bool:
+        """The run went back through the gateway after the restart (for the new pin or address)."""
+        return _connects(platform) > self.connects_before
+
+
+_SAME_ADDRESS, _NEW_ADDRESS = _WorkerRestart(same_port=True), _WorkerRestart(same_port=False)
+
+
 def _short_leases_and_reconnect(platform) -> None:
     platform.fault("lease_ttl", ttl_s=1.0)
     platform.fault("rotate_secret")  # a connected node re-admits now and gets the short lease
@@ -89,8 +114,8 @@ FAULTS = [
           evidence=lambda p, seen: 401 in _statuses(p)),
     Fault("lease_expiry", "before", lambda p: p.fault("lease_ttl", ttl_s=1.0), RECOVERS,
           ros_arm=_short_leases_and_reconnect, evidence=lambda p, seen: _connects(p) >= 2),
-    Fault("worker_restart_new_cert", "mid", lambda p: p.fault("restart_worker"), RECOVERS,
-          evidence=lambda p, seen: _connects(p) >= 2),
+    Fault("worker_restart_new_cert", "mid", _SAME_ADDRESS.arm, RECOVERS, evidence=_SAME_ADDRESS.readmitted),
+    Fault("worker_restart_new_address", "mid", _NEW_ADDRESS.arm, RECOVERS, evidence=_NEW_ADDRESS.readmitted),
     Fault("wrong_fingerprint", "mid", _restart_with_wrong_pin, CertPinError),
     Fault("dropped_mid_body", "mid", lambda p: p.fault("drop", count=1), RECOVERS,
           evidence=lambda p, seen: len(_statuses(p)) >= 4),  # three chunks and one replay

@@ -26,7 +26,8 @@ from sequence_ai._chunk import parse_prediction
 from sequence_ai._http import error_from_response, parse_json_answer
 from sequence_ai._http11 import pinned_client
 from sequence_ai._http11_answer import Connection, read_answer
-from sequence_ai._oneshot import account, depth, detect, embed
+from sequence_ai._oneshot import account
+from sequence_ai._perception import depth, detect, embed
 from sequence_ai._tls import normalise_fingerprint
 from sequence_ai._transport import Answer, Headers, TransportError
 

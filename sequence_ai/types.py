@@ -1,0 +1,23 @@
+"""The client's data types, as `sequence_ai.types`: what goes on the wire and what comes back."""
+
+from ._chunk import ActionChunk, Prediction
+from ._oneshot import ChatResult, DecideResult
+from ._outcome import RunOutcome
+from ._perception import DepthResult, DetectResult, EmbedResult, Perception
+from ._wire import ImageFrame, Model, Observation, Proprioception
+
+__all__ = [
+    "ActionChunk",
+    "ChatResult",
+    "DecideResult",
+    "DepthResult",
+    "DetectResult",
+    "EmbedResult",
+    "ImageFrame",
+    "Model",
+    "Observation",
+    "Perception",
+    "Prediction",
+    "Proprioception",
+    "RunOutcome",
+]
