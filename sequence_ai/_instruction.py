@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Optional, Tuple
 
+from ._errors import InvalidArgumentType
+
 __all__ = ["InstructionLatch"]
 
 
@@ -25,7 +27,7 @@ class InstructionLatch:
 
     def set(self, instruction: str) -> bool:
         if not isinstance(instruction, str):
-            raise TypeError(f"instruction must be a str, not {type(instruction).__name__}")
+            raise InvalidArgumentType(f"instruction must be a str, not {type(instruction).__name__}")
         with self._lock:
             if instruction == self._value:
                 return False
@@ -36,7 +38,7 @@ class InstructionLatch:
     def seed(self, instruction: str) -> None:
         """Put `instruction` in force without counting it as a swap (run(instruction=...))."""
         if not isinstance(instruction, str):
-            raise TypeError(f"instruction must be a str, not {type(instruction).__name__}")
+            raise InvalidArgumentType(f"instruction must be a str, not {type(instruction).__name__}")
         with self._lock:
             self._value = instruction
             self._pending_since = None

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from ._chunk import ActionChunk, Prediction
 from ._console import status_line, warn_user
 from ._driver import DriverGuard
-from ._errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
+from ._errors import ChunkExhausted, InvalidArgument, InvalidRequest, SequencesError, Unavailable
 from ._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._instruction import InstructionLatch
 from ._loop import ControlLoop
@@ -245,7 +245,7 @@ class Policy:
             max_seconds: float, until: Optional[Callable[[], bool]] = None, **run_kwargs: Any) -> RunOutcome:
         """run() with `instruction` pinned on every observation, bounded by `max_seconds`."""
         if not isinstance(max_seconds, (int, float)) or isinstance(max_seconds, bool) or max_seconds <= 0:
-            raise ValueError("max_seconds must be a number > 0")
+            raise InvalidArgument("max_seconds must be a number > 0")
         max_actions = run_kwargs.pop("max_actions", None) or int(max_seconds * 1000) + 1000
         with self._guard.driving():  # refused before it could touch the running loop's instruction
             self._latch.set(instruction)

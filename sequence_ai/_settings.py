@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
+from ._errors import InvalidArgument, InvalidArgumentType
 from ._pacing import MonotonicPacer, Pacer
 from ._stitch import STITCH_MODES
 
@@ -61,28 +62,28 @@ class RunSettings:
         a: Dict[str, Any] = dict(arguments)
         max_actions = a["max_actions"]
         if not isinstance(max_actions, int) or isinstance(max_actions, bool) or max_actions <= 0:
-            raise ValueError(f"max_actions must be a positive int (got {max_actions!r})")
+            raise InvalidArgument(f"max_actions must be a positive int (got {max_actions!r})")
         lookahead = a["lookahead"]
         if lookahead != AUTO and (not isinstance(lookahead, int) or isinstance(lookahead, bool) or lookahead < 1):
-            raise ValueError(f"lookahead must be an int >= 1 or {AUTO!r} (got {lookahead!r})")
+            raise InvalidArgument(f"lookahead must be an int >= 1 or {AUTO!r} (got {lookahead!r})")
         smooth_seam = a["smooth_seam"]
         if not isinstance(smooth_seam, int) or isinstance(smooth_seam, bool) or smooth_seam < 0:
-            raise ValueError(f"smooth_seam must be an int >= 0 (got {smooth_seam!r})")
+            raise InvalidArgument(f"smooth_seam must be an int >= 0 (got {smooth_seam!r})")
         max_seconds = a["max_seconds"]
         if max_seconds is not None and not (_is_number(max_seconds) and max_seconds > 0):
-            raise ValueError(f"max_seconds must be a number > 0 (got {max_seconds!r})")
+            raise InvalidArgument(f"max_seconds must be a number > 0 (got {max_seconds!r})")
         horizon = a["open_loop_horizon"]
         if horizon is not None and (not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 1):
-            raise ValueError(f"open_loop_horizon must be an int >= 1 (got {horizon!r})")
+            raise InvalidArgument(f"open_loop_horizon must be an int >= 1 (got {horizon!r})")
         control_hz = a["control_hz"]
         if control_hz is not None and not (_is_number(control_hz) and math.isfinite(control_hz) and control_hz > 0):
-            raise ValueError(f"control_hz must be a finite number > 0 (got {control_hz!r})")
+            raise InvalidArgument(f"control_hz must be a finite number > 0 (got {control_hz!r})")
         instruction = a.pop("instruction")
         if instruction is not None and not isinstance(instruction, str):
-            raise TypeError(f"instruction must be a str (got {type(instruction).__name__})")
+            raise InvalidArgumentType(f"instruction must be a str (got {type(instruction).__name__})")
         for name in ("observe", "act"):
             if not callable(a[name]):
-                raise TypeError(f"{name} must be callable (got {type(a[name]).__name__})")
+                raise InvalidArgumentType(f"{name} must be callable (got {type(a[name]).__name__})")
         a["stitch"] = _stitch_mode(a["stitch"], a.pop("align_chunks"))
         a["pacer"] = a["pacer"] if a["pacer"] is not None else MonotonicPacer()
         a["episode_id"] = a["episode_id"] or uuid.uuid4().hex
@@ -99,9 +100,9 @@ def _stitch_mode(stitch: Optional[str], align_chunks: bool) -> str:
     if stitch is None:
         return "align" if align_chunks else "continue"
     if stitch not in STITCH_MODES:
-        raise ValueError(f"stitch must be one of {', '.join(STITCH_MODES)} (got {stitch!r})")
+        raise InvalidArgument(f"stitch must be one of {', '.join(STITCH_MODES)} (got {stitch!r})")
     if align_chunks and stitch != "align":
-        raise ValueError(f"align_chunks=True contradicts stitch={stitch!r}; pass one of them")
+        raise InvalidArgument(f"align_chunks=True contradicts stitch={stitch!r}; pass one of them")
     return stitch
 
 
@@ -122,5 +123,5 @@ def _takes_no_argument(callback: Callable[..., Any]) -> bool:
     try:
         signature.bind()
     except TypeError:
-        raise TypeError("on_underrun must take no argument (a hold) or one: the stall's duration in seconds") from None
+        raise InvalidArgumentType("on_underrun must take no argument (a hold) or one: the stall's duration in seconds") from None
     return True

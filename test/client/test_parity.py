@@ -118,3 +118,24 @@ def test_strict_send_time_check_is_an_observation_mismatch(platform):
         policy.predict(bad)
     assert isinstance(raised.value, ObservationMismatch) and isinstance(raised.value, InvalidRequest)
     assert platform.requests() == []  # refused before anything reached the worker
+
+
+def test_bad_run_and_act_arguments_are_sequences_errors_that_stay_value_and_type_errors(platform):
+    from _loop_robot import Robot, policy_for, run_kwargs
+
+    from sequence_ai import SequencesError
+
+    robot = Robot()
+    with policy_for(platform) as policy:
+        for bad, kind in (({"max_actions": 0}, ValueError), ({"max_actions": 5, "lookahead": 0}, ValueError),
+                          ({"max_actions": 5, "stitch": "sideways"}, ValueError),
+                          ({"max_actions": 5, "instruction": 3}, TypeError)):
+            with pytest.raises(SequencesError) as info:
+                policy.run(**run_kwargs(robot), **bad)
+            assert isinstance(info.value, kind), (bad, type(info.value))
+        with pytest.raises(SequencesError) as info:
+            policy.act("pick", robot.observe, robot.act, max_seconds=0)
+        assert isinstance(info.value, ValueError)
+        with pytest.raises(SequencesError) as info:
+            policy.set_instruction(3)
+        assert isinstance(info.value, TypeError)
