@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .faults import REQUEST_FAULTS
-from .state import ACT_LOG_SIZE, PlatformState
+from .state import ACT_LOG_SIZE, REPORTS_KEPT, PlatformState
 
 INCIDENTS = ("warming", "lease_ttl", "rotate_secret", "restart_worker", "worker_down", "worker_up")
 FaultKind = Literal["warming", "lease_ttl", "rotate_secret", "restart_worker", "worker_down", "worker_up",
@@ -172,8 +172,8 @@ def build_admin_router(state: PlatformState) -> APIRouter:
         return {"stats": state.stats}
 
     @router.get("/reports", summary="Client telemetry reports ingested by /v1/reports/act")
-    async def reports(limit: int = Query(100, ge=1, le=1024)) -> Dict[str, Any]:
-        return {"reports": list(state.reports)[-limit:]}
+    async def reports(limit: int = Query(100, ge=1, le=REPORTS_KEPT)) -> Dict[str, Any]:
+        return {"reports": [json.loads(text) for text in list(state.reports)[-limit:]]}
 
     @router.get("/worker", summary="The worker's current identity and lease settings")
     async def worker() -> Dict[str, Any]:

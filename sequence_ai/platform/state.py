@@ -19,6 +19,8 @@ from .keystore import KeyStore
 
 DEFAULT_LEASE_TTL_S = 300.0
 EPISODE_IDLE_S = 300.0  # WIRE §5.3: the worker ends an episode after 5 idle minutes
+REPORTS_KEPT = 1024  # client telemetry reports the admin API can show
+EPISODES_KEPT = 4096  # episodes remembered at once, however many ids callers make up
 ACT_LOG_SIZE = 2000  # /act requests the admin API can show (a 1000-action benchmark run sends ~130 each)
 
 
@@ -62,7 +64,7 @@ class PlatformState:
         self.cold_start: Optional[ColdStart] = None
         self.worker_down = False
         self.act_log: Deque[Dict[str, Any]] = collections.deque(maxlen=ACT_LOG_SIZE)
-        self.reports: Deque[Dict[str, Any]] = collections.deque(maxlen=1024)
+        self.reports: Deque[str] = collections.deque(maxlen=REPORTS_KEPT)  # each one's JSON text
         self.stats: Dict[str, Dict[str, Dict[str, int]]] = {}
         self.episodes: Dict[str, float] = {}  # episode id -> last act (monotonic)
         # Set by the server that owns the worker's socket (server.py); awaited by the admin API.
@@ -110,9 +112,12 @@ class PlatformState:
     def touch_episode(self, episode_id: Optional[str]) -> None:
         now = time.monotonic()
         if episode_id:
+            self.episodes.pop(episode_id, None)  # to the end: the dict stays in order of last use
             self.episodes[episode_id] = now
         if len(self.episodes) > 64:
             self.episodes = {k: t for k, t in self.episodes.items() if now - t < EPISODE_IDLE_S}
+        while len(self.episodes) > EPISODES_KEPT:  # the longest idle first
+            del self.episodes[next(iter(self.episodes))]
 
     def reset(self) -> None:
         """Back to a fresh start, keeping the worker's identity and the keys."""

@@ -1,0 +1,137 @@
+"""What a caller without credentials, or with a flood of odd requests, can make the platform hold:
+nothing of a body it is not allowed to send, a bounded table of statistics, bounded telemetry.
+
+Each attack runs against a platform process of its own, over real sockets, and the platform's
+resident memory (psutil) is read before and after, with generous bounds.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import secrets
+import socket
+import ssl
+import time
+
+import httpx
+import psutil
+import pytest
+from platform_helpers import connect
+
+from sequence_ai.platform.spawn import LocalPlatform
+
+MIB = 1024 * 1024
+
+
+def _rss_mb(pid: int) -> float:
+    return psutil.Process(pid).memory_info().rss / MIB
+
+
+def _address(url: str) -> tuple:
+    host, port = url.split("://", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+def _open(url: str) -> socket.socket:
+    sock = socket.create_connection(_address(url), timeout=5.0)
+    if url.startswith("https://"):
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # no secret is sent: nothing to protect
+        sock = context.wrap_socket(sock)
+    return sock
+
+
+def _status_line(sock: socket.socket, timeout_s: float) -> bytes:
+    sock.settimeout(timeout_s)
+    try:
+        return sock.recv(64).split(b"\r\n", 1)[0]
+    except (socket.timeout, OSError):
+        return b""
+
+
+def _chunked_head(path: str, authorization: str = "") -> bytes:
+    auth = f"Authorization: {authorization}\r\n" if authorization else ""
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{auth}"
+            "Transfer-Encoding: chunked\r\n\r\n").encode()
+
+
+def _chunk(size: int) -> bytes:
+    return b"%x\r\n" % size + b"x" * size + b"\r\n"
+
+
+@pytest.mark.parametrize("app", ["gateway", "worker"])
+def test_a_chunked_upload_without_credentials_gets_401_before_its_body_is_sent(platform, app):
+    # The head and one chunk, then nothing: the answer must not wait for the rest of the body.
+    url, path = (platform.base_url, "/v1/act/connect") if app == "gateway" else (connect(platform)["worker_url"], "/act")
+    with _open(url) as sock:
+        sock.sendall(_chunked_head(path, "Bearer " + "x" * 40) + _chunk(1024))
+        assert _status_line(sock, 5.0) == b"HTTP/1.1 401 Unauthorized"
+
+
+def _upload_without_a_key(base_url: str, total: int) -> int:
+    """Like an attacker: head, then `total` bytes of chunks whatever the server says; bytes sent."""
+    sent = 0
+    piece = _chunk(MIB)
+    try:
+        with _open(base_url) as sock:
+            sock.sendall(_chunked_head("/v1/act/connect"))
+            while sent < total:
+                sock.sendall(piece)
+                sent += MIB
+    except OSError:
+        pass  # the server may close once it has answered
+    return sent
+
+
+def test_keyless_chunked_uploads_do_not_grow_the_gateway():
+    with LocalPlatform() as p:
+        before = _rss_mb(p.pid)
+        with concurrent.futures.ThreadPoolExecutor(24) as pool:
+            list(pool.map(lambda _: _upload_without_a_key(p.base_url, 15 * MIB), range(24)))
+        grown = _rss_mb(p.pid) - before
+        assert httpx.get(p.base_url + "/v1/health").status_code == 200
+    # Buffered before the 401, 24 x 15 MiB took the gateway from ~60 to ~410 MB.
+    assert grown < 60, f"24 keyless 15 MiB uploads grew the gateway by {grown:.0f} MB"
+
+
+def test_request_statistics_stay_bounded_whatever_paths_are_asked_for():
+    with LocalPlatform() as p:
+        before = _rss_mb(p.pid)
+        filler = "p" * 15000  # h11 takes header blocks up to 16 KiB
+        with httpx.Client(base_url=p.base_url, timeout=10.0) as client:
+            for _ in range(1000):
+                client.get(f"/{secrets.token_hex(8)}/{filler}")
+            for i in range(100):
+                client.request(f"X{i}", "/v1/health")  # methods are the caller's words too
+        grown = _rss_mb(p.pid) - before
+        rows = p.stats().get("gateway", {})
+    assert len(rows) <= 12, f"{len(rows)} statistics rows after 1100 odd requests"
+    assert sum(sum(counts.values()) for counts in rows.values()) == 1100, "every request is still counted"
+    assert grown < 8, f"1000 random 15 KB paths grew the gateway by {grown:.0f} MB"
+
+
+def test_telemetry_is_bounded_per_request_per_report_and_in_total(platform):
+    headers = {"Authorization": f"Bearer {platform.api_key}"}
+    url = platform.base_url + "/v1/reports/act"
+    normal = {"rid": "r-1", "outcome": "served", "client": {"rtt_ms": 12.5}, "perf": {"handler_ms": 3.1}}
+    assert httpx.post(url, json={"reports": [normal] * 64}, headers=headers).json() == {"ok": True, "received": 64}
+    huge = httpx.post(url, json={"reports": [{"blob": "x" * (2 * MIB)}]}, headers=headers)
+    assert huge.status_code == 413 and "bytes" in huge.json()["detail"]
+    fat = httpx.post(url, json={"reports": [normal, {"blob": "x" * 20000}]}, headers=headers)
+    assert fat.status_code == 413 and "reports[1]" in fat.json()["detail"], fat.text
+    assert len(platform.reports(limit=1024)) == 64, "a refused batch stores nothing"
+
+
+def test_telemetry_floods_do_not_grow_the_gateway():
+    with LocalPlatform() as p:
+        headers = {"Authorization": f"Bearer {p.api_key}", "Content-Type": "application/json"}
+        body = json.dumps({"reports": [{"blob": "x" * (8 * MIB)}]}).encode()
+        before = _rss_mb(p.pid)
+        with httpx.Client(timeout=30.0) as client:
+            started = time.monotonic()
+            for _ in range(30):
+                client.post(p.base_url + "/v1/reports/act", content=body, headers=headers)
+        grown = _rss_mb(p.pid) - before
+    # Stored whole, 30 x 8 MiB reports kept ~250 MB.
+    assert grown < 60, f"30 reports of 8 MiB grew the gateway by {grown:.0f} MB in {time.monotonic() - started:.1f}s"
