@@ -1,8 +1,10 @@
-"""Everything the gateway and the worker share: who the worker is now, the lease, the cold-start
-timer, the armed faults and what has been observed (requests, stats, client reports).
+"""What a platform process knows: who the worker is now, the lease, the cold-start timer, the
+armed faults and what has been observed (requests, stats, client reports).
 
-Both servers run on one asyncio loop in one process, so this is plain mutable state; the only
-thread that touches it besides the loop is the CLI before the loop starts.
+Each process (the gateway's, the worker's: worker_process.py) has one, used from its own asyncio
+loop only. The gateway's holds the worker's identity as connect hands it out, the cold start (the
+worker gets a copy) and the faults of the gateway's routes; the worker's holds the faults of its
+routes, its request log, statistics and episodes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Deque, Dict, Optional
+from typing import Any, Callable, Deque, Dict, Optional
 
 from .faults import FaultBoard
 from .keystore import KeyStore
@@ -51,7 +53,7 @@ class ColdStart:
 
 
 class PlatformState:
-    def __init__(self, keystore: KeyStore, admin_token: str, policy: Callable[..., Any], policy_name: str,
+    def __init__(self, keystore: Optional[KeyStore], admin_token: str, policy: Callable[..., Any], policy_name: str,
                  lease_ttl_s: float = DEFAULT_LEASE_TTL_S):
         self.keystore = keystore
         self.admin_token = admin_token
@@ -67,9 +69,9 @@ class PlatformState:
         self.reports: Deque[str] = collections.deque(maxlen=REPORTS_KEPT)  # each one's JSON text
         self.stats: Dict[str, Dict[str, Dict[str, int]]] = {}
         self.episodes: Dict[str, float] = {}  # episode id -> last act (monotonic)
-        # Set by the server that owns the worker's socket (server.py); awaited by the admin API.
-        self.restart_worker: Optional[Callable[..., Awaitable[WorkerIdentity]]] = None
-        self.set_worker_running: Optional[Callable[[bool], Awaitable[None]]] = None
+        # The gateway's line to the worker process (worker_process.WorkerLink); None when the
+        # gateway app runs without one (in-process tests): its admin API then keeps every fault.
+        self.worker_link: Any = None
 
     # -- cold start -------------------------------------------------------------------------
     def start_cold(self, seconds: float, eta_s: Optional[float] = None, form: str = "detail",

@@ -24,6 +24,19 @@ from sequence_ai.platform.spawn import LocalPlatform
 MIB = 1024 * 1024
 
 
+def wait_until(predicate, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if predicate():
+                return True
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def _rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / MIB
 
@@ -135,3 +148,76 @@ def test_telemetry_floods_do_not_grow_the_gateway():
         grown = _rss_mb(p.pid) - before
     # Stored whole, 30 x 8 MiB reports kept ~250 MB.
     assert grown < 60, f"30 reports of 8 MiB grew the gateway by {grown:.0f} MB in {time.monotonic() - started:.1f}s"
+
+
+def _closed_by_peer(sock: socket.socket, wait_s: float) -> bool:
+    sock.settimeout(wait_s)
+    try:
+        while True:
+            if sock.recv(4096) == b"":
+                return True
+    except socket.timeout:
+        return False
+    except OSError:  # reset
+        return True
+
+
+def _all_closed(socks, deadline: float) -> list:
+    """The sockets still open at `deadline` (monotonic)."""
+    return [s for s in socks if not _closed_by_peer(s, max(0.01, deadline - time.monotonic()))]
+
+
+def test_slow_callers_are_cut_off_and_the_gateway_keeps_serving():
+    # Slowloris: heads that trickle in a byte at a time, bodies that stall, sockets (and TLS
+    # handshakes) that never start. Every one is closed within the read timeout, trickle or not.
+    timeout_s = 1.5
+    with LocalPlatform("--read-timeout", str(timeout_s)) as p:
+        worker_url = connect(p)["worker_url"]
+        trickling = [socket.create_connection(_address(p.base_url)) for _ in range(120)]
+        for sock in trickling:
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        silent = [socket.create_connection(_address(p.base_url)) for _ in range(40)]
+        stalled = [socket.create_connection(_address(p.base_url)) for _ in range(20)]
+        for sock in stalled:
+            sock.sendall(b"POST /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+        no_handshake = [socket.create_connection(_address(worker_url)) for _ in range(20)]
+        slow_over_tls = [_open(worker_url) for _ in range(20)]
+        for sock in slow_over_tls:
+            sock.sendall(b"POST /act HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        started = time.monotonic()
+        sockets = trickling + silent + stalled + no_handshake + slow_over_tls
+        try:
+            while time.monotonic() - started < timeout_s + 1.0:  # a byte every 0.25 s keeps nothing alive
+                for sock in trickling:
+                    try:
+                        sock.send(b"x")
+                    except OSError:
+                        pass
+                time.sleep(0.25)
+            open_ones = _all_closed(sockets, started + timeout_s + 8.0)
+            assert not open_ones, f"{len(open_ones)} of {len(sockets)} slow sockets still open after " \
+                                  f"{time.monotonic() - started:.1f}s (read timeout {timeout_s}s)"
+            assert httpx.get(p.base_url + "/v1/health", timeout=5.0).status_code == 200
+        finally:
+            for sock in sockets:
+                sock.close()
+
+
+def test_connections_beyond_the_cap_are_closed_at_once():
+    with LocalPlatform("--max-connections", "20") as p:
+        held = [socket.create_connection(_address(p.base_url)) for _ in range(20)]
+        try:
+            for sock in held:  # answered once, so surely accepted and counted; then a head that never ends
+                sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert _status_line(sock, 5.0) == b"HTTP/1.1 200 OK"
+                sock.sendall(b"GET /v1/health HTTP/1.1\r\n")
+            extra = [socket.create_connection(_address(p.base_url)) for _ in range(10)]
+            started = time.monotonic()
+            assert not _all_closed(extra, started + 3.0), "connections over the cap were kept"
+            assert time.monotonic() - started < 3.0
+            for sock in extra:
+                sock.close()
+        finally:
+            for sock in held:
+                sock.close()
+        assert wait_until(lambda: httpx.get(p.base_url + "/v1/health", timeout=5.0).status_code == 200, 5.0)
