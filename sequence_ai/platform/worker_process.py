@@ -121,6 +121,7 @@ async def _serve_worker(conn: Any, settings: WorkerSettings) -> None:
     from .plugin import load_policy
     from .server import ServeLimits, WorkerServer
 
+    server = None
     try:
         policy = load_policy(settings.policy) if settings.policy else policies.stand_in
         state = PlatformState(None, "", policy, settings.policy or "stand-in")
@@ -128,6 +129,8 @@ async def _serve_worker(conn: Any, settings: WorkerSettings) -> None:
                               ServeLimits(settings.read_timeout_s, settings.max_connections))
         identity = await server.start()
     except Exception as err:  # the parent reports it and exits
+        if server is not None:
+            await server.close()
         conn.send(("failed", f"{type(err).__name__}: {err}"))
         return
     conn.send(("ready", identity))
