@@ -30,6 +30,7 @@ from ros_harness import JOINTS, PolicyNodeFactory, RosHarness, start_arm, wait_f
 from sensor_msgs.msg import Image, JointState
 from sequence_ai_ros.action import Act
 
+from sequence_ai_ros.images import FrameRule
 from sequence_ai_ros.inputs import BadInput, LatestSample, StaleInput, joint_check
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -280,6 +281,9 @@ def test_age_counts_from_the_stamp_where_there_is_one_and_from_arrival_where_it_
     clock.now_s = 1000.2
     with pytest.raises(StaleInput, match=r"stamped 0\.300s ago"):
         sample.fresh()
+    sample.store(_state(GOOD, stamp_s=999.9))  # frozen data re-published: arriving again makes it no younger
+    with pytest.raises(StaleInput, match=r"stamped 0\.300s ago"):
+        sample.fresh()
     sample.store(_state(GOOD))  # a driver that does not stamp: as old as its arrival
     assert sample.age_s() == pytest.approx(0.0) and sample.fresh() is not None
     clock.now_s = 1000.46
@@ -323,3 +327,16 @@ def test_sim_time_before_the_first_clock_message_says_so():
     sample.store(_state(GOOD, stamp_s=1700000000.0))
     with pytest.raises(BadInput, match="no /clock yet"):
         sample.fresh()
+
+
+def test_the_frame_rule_is_the_clients_own_sizing_rule(local_platform):
+    import numpy as np
+
+    import sequence_ai
+
+    pi05 = {m.short_id: m for m in sequence_ai.models("act", base_url=local_platform.base_url)}["pi05-droid"]
+    rule = FrameRule(pi05)
+    square = rule.problem(np.zeros((1400, 1400, 3), dtype=np.uint8))
+    assert "aspect ratio 1:1" in square and "16:9" in square and "Crop" in square, square
+    assert rule.problem(np.zeros((720, 1280, 3), dtype=np.uint8)) is None
+    assert rule.problem(np.zeros((224, 224, 3), dtype=np.uint8)) is None  # already the model's size
