@@ -78,6 +78,8 @@ class LatestSample:
                 self.check(message)
             except BadInput as exc:
                 problem = str(exc)
+            except Exception as exc:  # on the inputs thread: a check that breaks leaves the message untrusted
+                problem = f"{self.topic}: the message could not be checked ({type(exc).__name__}: {exc})"
         with self._lock:
             self._message, self._stamp_s, self._stamped, self._problem = message, since, stamp is not None, problem
             self.received += 1

@@ -129,7 +129,13 @@ def build_gateway_app(state: PlatformState) -> Any:
 
     @app.post("/v1/reports/act", summary="Client telemetry ingest")
     async def reports(body: ActReports) -> Response:
-        texts = [json.dumps(report, separators=(",", ":"), allow_nan=False, default=str) for report in body.reports]
+        texts = []
+        for i, report in enumerate(body.reports):
+            try:
+                texts.append(json.dumps(report, separators=(",", ":"), allow_nan=False))
+            except ValueError:
+                return JSONResponse({"detail": f"reports[{i}] holds NaN or Infinity, which JSON has no words for "
+                                               "(nothing of this batch was kept)"}, status_code=422)
         for i, text in enumerate(texts):
             if len(text) > REPORT_LIMIT:
                 return JSONResponse({"detail": f"reports[{i}] is {len(text)} bytes of JSON; at most {REPORT_LIMIT} "

@@ -145,6 +145,8 @@ def test_telemetry_is_bounded_per_request_per_report_and_in_total(platform):
     assert huge.status_code == 413 and "bytes" in huge.json()["detail"]
     fat = httpx.post(url, json={"reports": [normal, {"blob": "x" * 20000}]}, headers=headers)
     assert fat.status_code == 413 and "reports[1]" in fat.json()["detail"], fat.text
+    nan = httpx.post(url, content=b'{"reports": [{"rtt_ms": NaN}]}', headers={**headers, "Content-Type": "application/json"})
+    assert nan.status_code == 422 and "NaN" in nan.json()["detail"], nan.text
     assert len(platform.reports(limit=1024)) == 64, "a refused batch stores nothing"
 
 
