@@ -125,8 +125,8 @@ class ArmLoop:
         if self.config.command_interface == "velocity":
             gripper = self.last_command.gripper if self.last_command else self._measured_gripper()
             return Command(tuple(0.0 for _ in range(n)), gripper, "velocity")
-        try:
-            reading = read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint)
+        try:  # never the newest sample if it is the bad one: the last trusted position
+            reading = read_joints(self.joint_states.trusted(), self.config.joint_names, self.config.gripper_joint)
             joints = reading.positions
             gripper = reading.gripper if self.mapping.has_gripper else None
         except (StaleInput, BadInput):
@@ -138,7 +138,7 @@ class ArmLoop:
     # -- helpers -------------------------------------------------------------------------------
     def _measured_gripper(self) -> Optional[float]:
         try:
-            return read_joints(self.joint_states.fresh(), self.config.joint_names, self.config.gripper_joint).gripper
+            return read_joints(self.joint_states.trusted(), self.config.joint_names, self.config.gripper_joint).gripper
         except (StaleInput, BadInput):
             return None
 

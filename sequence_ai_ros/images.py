@@ -8,7 +8,8 @@ shears any padded image.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -19,7 +20,7 @@ try:  # pragma: no cover - only on machines with an apt-installed ROS
 except Exception:
     _BRIDGE = None
 
-__all__ = ["ImageConversionError", "to_rgb"]
+__all__ = ["FrameRule", "ImageConversionError", "to_rgb"]
 
 # encoding -> (channels, dtype, channel order of the source)
 _RAW = {
@@ -41,6 +42,38 @@ _RAW = {
 
 class ImageConversionError(ValueError):
     """An image message that cannot be turned into a picture; the message says why."""
+
+
+class FrameRule:
+    """Which frame sizes a model takes, asked of the client's own encoder (`sequence_ai.encode`)
+    once per size: a camera whose frames the model refuses (a square frame for a 16:9 model) is
+    bad input the moment a frame is read, before a request is built, and /diagnostics says so."""
+
+    SIZES_KEPT = 16  # verdicts remembered; a camera produces one or two sizes
+
+    def __init__(self, model: Any):
+        self.model = model
+        self._lock = threading.Lock()  # the run and /diagnostics ask from their own threads
+        self._verdicts: Dict[Tuple[int, int], Optional[str]] = {}
+
+    def problem(self, rgb: np.ndarray) -> Optional[str]:
+        """Why the model would refuse a frame of this size, or None."""
+        size = (int(rgb.shape[1]), int(rgb.shape[0]))
+        with self._lock:
+            if size in self._verdicts:
+                return self._verdicts[size]
+        import sequence_ai
+
+        try:
+            sequence_ai.encode(rgb, self.model)
+            verdict = None
+        except ValueError as exc:
+            verdict = str(exc)
+        with self._lock:
+            while len(self._verdicts) >= self.SIZES_KEPT:
+                self._verdicts.pop(next(iter(self._verdicts)))
+            self._verdicts[size] = verdict
+        return verdict
 
 
 def to_rgb(msg: Any) -> np.ndarray:

@@ -43,7 +43,8 @@ from sequence_ai_ros.srv import SetInstruction
 from . import parameters
 from .arm import ArmLoop
 from .commands import CommandMapping, CommandPublisher
-from .inputs import BadInput, LatestSample, StaleInput, input_problem
+from .images import FrameRule
+from .inputs import BadInput, LatestSample, StaleInput, input_problem, joint_check
 from .outcome import CANCELED, SUCCEEDED, outcome_message, status_for
 from .parameters import ConfigError
 from .realtime import ControlPriority
@@ -105,11 +106,13 @@ class PolicyNode(Node):
         # driver needs for its next frames.
         latest = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
                             durability=DurabilityPolicy.VOLATILE)
-        self.joint_states = LatestSample(self.resolve_topic_name(c.joint_states_topic), c.max_joint_state_age_s, self._now_s)
+        self.joint_states = LatestSample(self.resolve_topic_name(c.joint_states_topic), c.max_joint_state_age_s,
+                                         self._now_s, check=joint_check(c.joint_names, c.gripper_joint))
         self.inputs_node.create_subscription(JointState, c.joint_states_topic, self.joint_states.store, latest)
         self.cameras: Dict[str, LatestSample] = {}
         for view, topic, compressed in zip(c.camera_views, c.camera_topics, c.camera_compressed):
-            sample = LatestSample(self.resolve_topic_name(topic), c.max_image_age_s, self._now_s)
+            sample = LatestSample(self.resolve_topic_name(topic), c.max_image_age_s, self._now_s,
+                                  frame_rule=FrameRule(self.model))
             self.cameras[view] = sample
             self.inputs_node.create_subscription(CompressedImage if compressed else Image, topic, sample.store, latest)
         self._until = threading.Event()

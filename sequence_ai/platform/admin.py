@@ -17,13 +17,14 @@ from __future__ import annotations
 import hmac
 import json
 import re
-from typing import Annotated, Any, Dict, Literal, Optional
+from typing import Annotated, Any, Dict, List, Literal, Optional
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .faults import REQUEST_FAULTS
-from .state import ACT_LOG_SIZE, PlatformState
+from .state import ACT_LOG_SIZE, REPORTS_KEPT, PlatformState
+from .worker_process import WORKER_ROUTES
 
 INCIDENTS = ("warming", "lease_ttl", "rotate_secret", "restart_worker", "worker_down", "worker_up")
 FaultKind = Literal["warming", "lease_ttl", "rotate_secret", "restart_worker", "worker_down", "worker_up",
@@ -106,10 +107,13 @@ async def apply_fault(state: PlatformState, spec: FaultSpec) -> Dict[str, Any]:
                      if v is not None}
         if selectors:
             raise ValueError(f"{spec.kind} happens at once; {', '.join(selectors)} only apply to request faults")
+    link = state.worker_link
     if spec.kind == "warming":
         if spec.seconds is None:
             raise ValueError("warming needs seconds (how long the cold start lasts)")
         cold = state.start_cold(spec.seconds, spec.eta_s, spec.form or "detail", spec.ready_status or 200)
+        if link is not None:
+            await link.call("cold", cold=cold)  # the same deadline: both read the system's monotonic clock
         return {"ok": True, "kind": "warming", "seconds": spec.seconds, "eta_s": cold.eta_s, "form": cold.form,
                 "warming_job_id": cold.job_id}
     if spec.kind == "lease_ttl":
@@ -118,23 +122,66 @@ async def apply_fault(state: PlatformState, spec: FaultSpec) -> Dict[str, Any]:
         state.lease_ttl_s = spec.ttl_s
         return {"ok": True, "kind": "lease_ttl", "ttl_s": spec.ttl_s}
     if spec.kind == "rotate_secret":
-        state.rotate_secret()
+        if link is None:
+            state.rotate_secret()
+        else:
+            state.worker = await link.call("rotate_secret")
         return {"ok": True, "kind": "rotate_secret", "worker": worker_view(state)}
     if spec.kind == "restart_worker":
-        assert state.restart_worker is not None
-        await state.restart_worker(same_port=True if spec.same_port is None else spec.same_port)
+        await _restart_worker(state, True if spec.same_port is None else spec.same_port)
         return {"ok": True, "kind": "restart_worker", "worker": worker_view(state)}
     if spec.kind in ("worker_down", "worker_up"):
-        assert state.set_worker_running is not None
-        await state.set_worker_running(spec.kind == "worker_up")
+        await _set_worker_running(state, spec.kind == "worker_up")
         return {"ok": True, "kind": spec.kind, "worker": worker_view(state)}
     params = {k: v for k, v in (("ms", spec.ms), ("jitter", spec.jitter), ("code", spec.code)) if v is not None}
     if spec.kind == "latency" and spec.ms is None:
         raise ValueError("latency needs ms")
-    default_route = "connect" if spec.kind == "bad_fingerprint" else "act"
-    armed = state.faults.arm(spec.kind, route=spec.route or default_route, count=spec.count,
-                             fraction=spec.fraction, seed=spec.seed, **params)
-    return {"ok": True, "kind": spec.kind, "fault": armed.as_dict()}
+    route = spec.route or ("connect" if spec.kind == "bad_fingerprint" else "act")
+    selection = {"route": route, "count": spec.count, "fraction": spec.fraction, "seed": spec.seed}
+    if link is not None and route in WORKER_ROUTES:  # fired by the worker process: armed there
+        armed = await link.call("arm_fault", kind=spec.kind, fault_id=state.faults.next_id(), **selection, **params)
+    else:
+        armed = state.faults.arm(spec.kind, **selection, **params).as_dict()
+    return {"ok": True, "kind": spec.kind, "fault": armed}
+
+
+def _worker_process(state: PlatformState) -> Any:
+    if state.worker_link is None:
+        raise HTTPException(503, "this gateway runs without a worker process")
+    return state.worker_link
+
+
+async def _restart_worker(state: PlatformState, same_port: bool) -> None:
+    """While the worker restarts, connect answers 503 (no worker): a client never gets the old
+    identity for the new worker, nor the new one for the old; the new one serves once named."""
+    link = _worker_process(state)
+    state.worker = None
+    state.worker = await link.call("restart", same_port=same_port)
+    state.worker_down = False
+    await link.call("serve")
+
+
+async def _set_worker_running(state: PlatformState, running: bool) -> None:
+    await _worker_process(state).call("running", running=running)
+    state.worker_down = not running
+
+
+async def _faults(state: PlatformState) -> List[Dict[str, Any]]:
+    remote = await state.worker_link.call("faults") if state.worker_link is not None else []
+    return sorted(state.faults.listing() + remote, key=lambda fault: fault["id"])
+
+
+async def _clear(state: PlatformState, kind: Optional[str]) -> int:
+    cleared = state.faults.clear(kind)
+    if state.worker_link is not None:
+        cleared += await state.worker_link.call("clear_faults", kind=kind)
+    return cleared
+
+
+async def _end_cold_start(state: PlatformState) -> None:
+    state.cold_start = None
+    if state.worker_link is not None:
+        await state.worker_link.call("cold", cold=None)
 
 
 def build_admin_router(state: PlatformState) -> APIRouter:
@@ -149,31 +196,34 @@ def build_admin_router(state: PlatformState) -> APIRouter:
 
     @router.get("/faults", summary="The armed request faults")
     async def get_faults() -> Dict[str, Any]:
-        return {"faults": state.faults.listing(), "worker": worker_view(state), "kinds": {
+        return {"faults": await _faults(state), "worker": worker_view(state), "kinds": {
             "request": sorted(REQUEST_FAULTS), "incidents": list(INCIDENTS)}}
 
     @router.delete("/faults", summary="Disarm faults (all, or one kind); also ends a cold start")
     async def clear_faults(kind: Optional[str] = Query(None, max_length=64)) -> Dict[str, Any]:
-        cleared = state.faults.clear(kind)
+        cleared = await _clear(state, kind)
         if kind in (None, "warming"):
-            state.cold_start = None
+            await _end_cold_start(state)
         if kind in (None, "lease_ttl"):
             state.lease_ttl_s = state.default_lease_ttl_s
-        if kind in (None, "worker_down") and state.worker_down and state.set_worker_running is not None:
-            await state.set_worker_running(True)
+        if kind in (None, "worker_down") and state.worker_down:
+            await _set_worker_running(state, True)
         return {"ok": True, "cleared": cleared}
 
     @router.get("/requests", summary="Recent /act requests the worker received, oldest first")
     async def requests(limit: int = Query(100, ge=1, le=ACT_LOG_SIZE)) -> Dict[str, Any]:
+        if state.worker_link is not None:
+            return {"requests": await state.worker_link.call("requests", limit=limit)}
         return {"requests": list(state.act_log)[-limit:]}
 
     @router.get("/stats", summary="Answers per app, route and status")
     async def stats() -> Dict[str, Any]:
-        return {"stats": state.stats}
+        remote = await state.worker_link.call("stats") if state.worker_link is not None else {}
+        return {"stats": {**state.stats, **remote}}
 
     @router.get("/reports", summary="Client telemetry reports ingested by /v1/reports/act")
-    async def reports(limit: int = Query(100, ge=1, le=1024)) -> Dict[str, Any]:
-        return {"reports": list(state.reports)[-limit:]}
+    async def reports(limit: int = Query(100, ge=1, le=REPORTS_KEPT)) -> Dict[str, Any]:
+        return {"reports": [json.loads(text) for text in list(state.reports)[-limit:]]}
 
     @router.get("/worker", summary="The worker's current identity and lease settings")
     async def worker() -> Dict[str, Any]:
@@ -182,8 +232,9 @@ def build_admin_router(state: PlatformState) -> APIRouter:
     @router.post("/reset", summary="Clear faults, logs, stats; lease and cold start back to defaults")
     async def reset() -> Dict[str, Any]:
         state.reset()
-        if state.worker_down and state.set_worker_running is not None:
-            await state.set_worker_running(True)
+        if state.worker_link is not None:
+            await state.worker_link.call("reset")  # its faults, log, stats, episodes; up again
+            state.worker_down = False
         return {"ok": True, "worker": worker_view(state)}
 
     return router

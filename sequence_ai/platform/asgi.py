@@ -30,27 +30,31 @@ async def _send_json(send: Send, status: int, body: Dict[str, Any], headers: Dic
 
 
 class BodyLimit:
-    """413 for bodies over `limit` bytes, decided from Content-Length before the body is parsed;
-    chunked bodies are counted as they arrive and cut off at the limit."""
+    """413 for bodies over `limit` bytes (or the smaller limit `per_path` names for a path),
+    decided from Content-Length before the body is parsed; chunked bodies are counted as they
+    arrive and cut off at the limit."""
 
-    def __init__(self, app: ASGIApp, limit: int):
+    def __init__(self, app: ASGIApp, limit: int, per_path: Dict[str, int] | None = None):
         self.app = app
         self.limit = limit
+        self.per_path = dict(per_path or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope.get("path", ""), self.limit)
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
-        too_big = f"request body is larger than this server's limit of {self.limit} bytes"
+        where = "this route's" if limit != self.limit else "this server's"
+        too_big = f"request body is larger than {where} limit of {limit} bytes"
         if declared is not None:
             try:
                 length = int(declared)
             except ValueError:
                 await _send_json(send, 400, {"detail": "Content-Length is not an integer"})
                 return
-            if length > self.limit:
+            if length > limit:
                 if length <= _DRAIN_CAP:
                     await _drain(receive)
                 await _send_json(send, 413, {"detail": f"{too_big} (Content-Length {length})"})
@@ -66,7 +70,7 @@ class BodyLimit:
             chunks.append(message.get("body", b""))
             total += len(chunks[-1])
             more = message.get("more_body", False)
-            if total > self.limit:
+            if total > limit:
                 await _send_json(send, 413, {"detail": too_big})
                 return
         body = b"".join(chunks)
@@ -91,14 +95,38 @@ async def _drain(receive: Receive) -> None:
         more = message.get("more_body", False)
 
 
-class RouteStats:
-    """Counts answers per (method path, status) into `record(app_name, route, status)`;
-    also notes when the request started, for perf.handler_ms."""
+# Methods and paths are the caller's words: counted under their own name only when the app
+# knows them, so the table of statistics stays as small as the app, whatever is asked for.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_PATH = "(other path)"
 
-    def __init__(self, app: ASGIApp, name: str, record: Callable[[str, str, int], None]):
+
+def route_paths(app: Any) -> frozenset:
+    """Every path a (FastAPI/Starlette) app routes, included routers' too."""
+    paths = set()
+    for route in getattr(app, "routes", ()):
+        if isinstance(getattr(route, "path", None), str):
+            paths.add(route.path)
+        paths |= route_paths(route) if hasattr(route, "routes") else set()
+    return frozenset(paths)
+
+
+class RouteStats:
+    """Counts answers per (method path, status) into `record(app_name, route, status)`, paths
+    outside `known_paths` (and unusual methods) under one row each; also notes when the request
+    started, for perf.handler_ms."""
+
+    def __init__(self, app: ASGIApp, name: str, record: Callable[[str, str, int], None],
+                 known_paths: frozenset = frozenset()):
         self.app = app
         self.name = name
         self.record = record
+        self.known_paths = known_paths
+
+    def _row(self, scope: Scope) -> str:
+        method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+        path = scope["path"] if scope["path"] in self.known_paths else OTHER_PATH
+        return f"{method} {path}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -116,7 +144,7 @@ class RouteStats:
             await self.app(scope, receive, counting_send)
         finally:
             if not scope["path"].startswith("/admin"):  # the harness's own calls are not traffic
-                self.record(self.name, f"{scope['method']} {scope['path']}", status["code"])
+                self.record(self.name, self._row(scope), status["code"])
 
 
 class DroppedResponse(Response):

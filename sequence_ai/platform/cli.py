@@ -16,11 +16,15 @@ import signal
 import sys
 from typing import List, Optional
 
+from pydantic import ValidationError
+
 from . import policies
 from .admin import FaultSpec, apply_fault, parse_fault_flag
+from .connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S
 from .keystore import KeyStore
 from .plugin import load_policy
 from .state import DEFAULT_LEASE_TTL_S, PlatformState
+from .worker_process import WorkerGone, WorkerLink, WorkerSettings, start_worker_process
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON line with the coordinates first")
     p.add_argument("--policy", metavar="MOD:FN", help="your own policy instead of the stand-ins")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S, metavar="S",
+                   help="a request's head, and then its body, must arrive within S seconds "
+                        f"(default {DEFAULT_READ_TIMEOUT_S:g})")
+    p.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                   help=f"open connections per server; more are closed at once (default {DEFAULT_MAX_CONNECTIONS})")
     faults = p.add_argument_group("faults at start (the admin API can do the same at runtime)")
     faults.add_argument("--cold-start", type=float, metavar="S", help="answer 503 warming for S seconds")
     faults.add_argument("--cold-eta", type=float, metavar="S", help="the load time announced while warming")
@@ -62,37 +71,61 @@ def _is_loopback(host: str) -> bool:
     return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
 
 
-async def _run(args: argparse.Namespace, state: PlatformState) -> int:
-    from .server import LocalServers  # imports uvicorn; kept out of argument parsing
+async def _run(args: argparse.Namespace, state: PlatformState, link: WorkerLink, starting: List[FaultSpec]) -> int:
+    from .gateway import build_gateway_app  # imports fastapi; kept out of argument parsing
+    from .server import ServeLimits, listen, serve, shut, url_host
 
-    servers = LocalServers(state, args.host, args.gateway_port, args.worker_port, args.log_level)
-    await servers.start()
+    try:
+        state.worker = await link.ready()
+    except WorkerGone as err:
+        print(f"error: {err}", file=sys.stderr)
+        await link.close()
+        return 1
+    state.worker_link = link
+    gateway_sock = listen(args.host, args.gateway_port)
+    base_url = f"http://{url_host(args.host)}:{gateway_sock.getsockname()[1]}"
+    gateway = await serve(build_gateway_app(state), gateway_sock, None, args.log_level,
+                          ServeLimits(args.read_timeout, args.max_connections))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # before the coordinates: whoever reads them may signal at once
         loop.add_signal_handler(sig, stop.set)
-    for spec in args.fault:
-        try:
-            await apply_fault(state, spec)  # the admin API's own code: the two never disagree
-        except ValueError as err:
-            print(f"error: --fault {spec.kind}: {err}", file=sys.stderr)
-            await servers.stop()
-            return 2
-    coords = {"base_url": servers.base_url, "api_key": state.keystore.primary, "admin_token": state.admin_token,
-              "worker_url": state.worker.url if state.worker else None, "pid": os.getpid()}
-    if args.json:
-        print(json.dumps(coords), flush=True)
-    else:
-        print(f"Sequences local platform (policy: {state.policy_name})\n"
-              f"  export SEQUENCES_BASE_URL={coords['base_url']}\n"
-              f"  export SEQUENCES_API_KEY={coords['api_key']}\n"
-              f"  worker       {coords['worker_url']}  (sha256 {state.worker.fingerprint if state.worker else '-'})\n"
-              f"  admin token  {coords['admin_token']}  (X-Admin-Token, loopback only)\n"
-              f"  OpenAPI      {coords['base_url']}/openapi.json\n"
-              "Ctrl-C to stop.", flush=True)
-    await stop.wait()
-    await servers.stop()
-    return 0
+    try:
+        for spec in starting:
+            try:
+                await apply_fault(state, spec)  # the admin API's own code: the two never disagree
+            except ValueError as err:
+                print(f"error: --fault {spec.kind}: {err}", file=sys.stderr)
+                return 2
+        coords = {"base_url": base_url, "api_key": state.keystore.primary, "admin_token": state.admin_token,
+                  "worker_url": state.worker.url if state.worker else None, "pid": os.getpid()}
+        if args.json:
+            print(json.dumps(coords), flush=True)
+        else:
+            print(f"Sequences local platform (policy: {state.policy_name})\n"
+                  f"  export SEQUENCES_BASE_URL={coords['base_url']}\n"
+                  f"  export SEQUENCES_API_KEY={coords['api_key']}\n"
+                  f"  worker       {coords['worker_url']}  (sha256 {state.worker.fingerprint if state.worker else '-'})\n"
+                  f"  admin token  {coords['admin_token']}  (X-Admin-Token, loopback only)\n"
+                  f"  OpenAPI      {coords['base_url']}/openapi.json\n"
+                  "Ctrl-C to stop.", flush=True)
+        await stop.wait()
+        return 0
+    finally:
+        await shut(*gateway, kill_connections=False)
+        await link.close()
+
+
+def _starting_faults(args: argparse.Namespace) -> List[FaultSpec]:
+    """The shorthand fault flags as the admin API's specs, then every --fault, in order."""
+    specs = []
+    if args.cold_start:
+        specs.append(FaultSpec(kind="warming", seconds=args.cold_start, eta_s=args.cold_eta, form=args.warming_form))
+    if args.latency_ms:
+        specs.append(FaultSpec(kind="latency", ms=args.latency_ms, jitter=args.jitter))
+    if args.busy_fraction:
+        specs.append(FaultSpec(kind="busy", fraction=args.busy_fraction, seed=args.fault_seed))
+    return specs + list(args.fault)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -108,21 +141,26 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
     else:
         policy, name = policies.stand_in, "stand-in"
+    try:
+        starting = _starting_faults(args)
+    except ValidationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     state = PlatformState(KeyStore.from_sources(args.api_key), args.admin_token or secrets.token_urlsafe(24),
                           policy, name, lease_ttl_s=args.lease_ttl)
-    if args.cold_start:
-        state.start_cold(args.cold_start, args.cold_eta, args.warming_form)
-    if args.latency_ms:
-        state.faults.arm("latency", ms=args.latency_ms, jitter=args.jitter)
-    if args.busy_fraction:
-        state.faults.arm("busy", fraction=args.busy_fraction, seed=args.fault_seed)
+    # Forked before any event loop or thread exists (worker_process.py says why it is a process).
+    link = start_worker_process(WorkerSettings(args.host, args.worker_port, args.log_level, args.policy,
+                                               args.read_timeout, args.max_connections))
     try:
-        return asyncio.run(_run(args, state))
+        return asyncio.run(_run(args, state, link, starting))
     except KeyboardInterrupt:
         return 130
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    finally:
+        if link.process.is_alive():  # _run stops it; this is for the ways out that skip that
+            link.process.kill()
 
 
 if __name__ == "__main__":

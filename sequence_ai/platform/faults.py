@@ -48,21 +48,27 @@ class ArmedFault:
 
 
 class FaultBoard:
-    """The armed faults. Thread-safe: the CLI arms faults before the loop starts."""
+    """The armed faults of one process (the worker's board holds those of its routes)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._faults: List[ArmedFault] = []
         self._ids = itertools.count(1)
 
+    def next_id(self) -> int:
+        return next(self._ids)
+
     def arm(self, kind: str, *, route: str = "act", count: Optional[int] = None,
-            fraction: Optional[float] = None, seed: Optional[int] = None, **params: Any) -> ArmedFault:
+            fraction: Optional[float] = None, seed: Optional[int] = None, fault_id: Optional[int] = None,
+            **params: Any) -> ArmedFault:
         if kind not in REQUEST_FAULTS:
             raise ValueError(f"unknown fault kind {kind!r}; request faults are: {', '.join(sorted(REQUEST_FAULTS))}")
         if route not in REQUEST_FAULTS[kind]:
             raise ValueError(f"fault {kind!r} is not honoured on route {route!r}; "
                              f"it is on: {', '.join(sorted(REQUEST_FAULTS[kind]))}")
-        fault = ArmedFault(next(self._ids), kind, route, params, count, fraction, seed)
+        # The gateway numbers the faults it hands to the worker's board, so ids never collide.
+        fault = ArmedFault(fault_id if fault_id is not None else next(self._ids), kind, route, params, count,
+                           fraction, seed)
         fault._rng.seed(seed)
         with self._lock:
             self._faults.append(fault)

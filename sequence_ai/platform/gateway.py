@@ -7,6 +7,7 @@ Every route except /v1/models and /v1/health needs `Authorization: Bearer <key i
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import secrets
 from typing import Annotated, Any, Dict, List, Optional
@@ -19,10 +20,14 @@ from starlette.responses import Response
 
 from . import catalogue, injected, oneshots
 from .admin import build_admin_router
-from .asgi import BearerCheck, BodyLimit, RouteStats, validation_error_response
+from .asgi import BearerCheck, BodyLimit, RouteStats, route_paths, validation_error_response
 from .state import PlatformState
 
 GATEWAY_BODY_LIMIT = 16 * 1024 * 1024  # perceive takes up to 64 images
+# The client posts at most 64 reports of ~0.5 KB a batch; what is kept is bounded by both limits
+# (1024 reports of at most REPORT_LIMIT bytes, stored as their JSON text).
+REPORTS_BODY_LIMIT = 1024 * 1024
+REPORT_LIMIT = 8 * 1024
 PUBLIC_PATHS = frozenset({"/v1/models", "/v1/health", "/openapi.json"})
 ENDPOINTS = ("act", "chat", "perceive", "decide")
 
@@ -123,17 +128,31 @@ def build_gateway_app(state: PlatformState) -> Any:
         return injected.delivery(state.faults, "connect", answer)
 
     @app.post("/v1/reports/act", summary="Client telemetry ingest")
-    async def reports(body: ActReports) -> Dict[str, Any]:
-        state.reports.extend(body.reports)
-        return {"ok": True, "received": len(body.reports)}
+    async def reports(body: ActReports) -> Response:
+        texts = []
+        for i, report in enumerate(body.reports):
+            try:
+                texts.append(json.dumps(report, separators=(",", ":"), allow_nan=False))
+            except ValueError:
+                return JSONResponse({"detail": f"reports[{i}] holds NaN or Infinity, which JSON has no words for "
+                                               "(nothing of this batch was kept)"}, status_code=422)
+        for i, text in enumerate(texts):
+            if len(text) > REPORT_LIMIT:
+                return JSONResponse({"detail": f"reports[{i}] is {len(text)} bytes of JSON; at most {REPORT_LIMIT} "
+                                               "per report (nothing of this batch was kept)"}, status_code=413)
+        state.reports.extend(texts)
+        return JSONResponse({"ok": True, "received": len(texts)})
 
     oneshots.add_routes(app, state)
     app.include_router(build_admin_router(state))
     # /admin has its own guard (loopback peer and X-Admin-Token), not the account key.
-    guarded = BearerCheck(app, state.keystore.accepts, PUBLIC_PATHS,
+    # The key is checked before the body limit reads anything: a caller without one gets its 401
+    # before a byte of its body is buffered.
+    limited = BodyLimit(app, GATEWAY_BODY_LIMIT, per_path={"/v1/reports/act": REPORTS_BODY_LIMIT})
+    guarded = BearerCheck(limited, state.keystore.accepts, PUBLIC_PATHS,
                           "missing or unknown API key: send Authorization: Bearer <key> (SEQUENCES_API_KEY)",
                           public_prefixes=("/admin/",))
-    return RouteStats(BodyLimit(guarded, GATEWAY_BODY_LIMIT), "gateway", state.count)
+    return RouteStats(guarded, "gateway", state.count, known_paths=route_paths(app))
 
 
 def _cameras(row: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

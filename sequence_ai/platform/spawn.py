@@ -43,6 +43,8 @@ from typing import Any, Dict, List, Optional
 
 import httpx
 
+from .keystore import ENV_KEYS
+
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -63,9 +65,12 @@ class LocalPlatform:
             return self
         cmd = [sys.executable, "-m", "sequence_ai.platform", "--json", "--gateway-port", str(self._gateway_port),
                *self.extra_args]
-        if self._api_key:
-            cmd += ["--api-key", self._api_key]
         env = dict(os.environ)
+        if self._api_key:
+            # Through the environment, never argv: a command line is readable by every user (`ps`),
+            # a process's environment only by its owner.
+            others = [k for k in env.get(ENV_KEYS, "").split(",") if k.strip() and k.strip() != self._api_key]
+            env[ENV_KEYS] = ",".join([self._api_key, *others])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PROJECT_ROOT, env.get("PYTHONPATH")) if p)
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=_PROJECT_ROOT)
         line = self._first_line(self._proc)

@@ -1,8 +1,10 @@
-"""Everything the gateway and the worker share: who the worker is now, the lease, the cold-start
-timer, the armed faults and what has been observed (requests, stats, client reports).
+"""What a platform process knows: who the worker is now, the lease, the cold-start timer, the
+armed faults and what has been observed (requests, stats, client reports).
 
-Both servers run on one asyncio loop in one process, so this is plain mutable state; the only
-thread that touches it besides the loop is the CLI before the loop starts.
+Each process (the gateway's, the worker's: worker_process.py) has one, used from its own asyncio
+loop only. The gateway's holds the worker's identity as connect hands it out, the cold start (the
+worker gets a copy) and the faults of the gateway's routes; the worker's holds the faults of its
+routes, its request log, statistics and episodes.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ import math
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Deque, Dict, Optional
+from typing import Any, Callable, Deque, Dict, Optional
 
 from .faults import FaultBoard
 from .keystore import KeyStore
 
 DEFAULT_LEASE_TTL_S = 300.0
 EPISODE_IDLE_S = 300.0  # WIRE §5.3: the worker ends an episode after 5 idle minutes
+REPORTS_KEPT = 1024  # client telemetry reports the admin API can show
+EPISODES_KEPT = 4096  # episodes remembered at once, however many ids callers make up
 ACT_LOG_SIZE = 2000  # /act requests the admin API can show (a 1000-action benchmark run sends ~130 each)
 
 
@@ -49,7 +53,7 @@ class ColdStart:
 
 
 class PlatformState:
-    def __init__(self, keystore: KeyStore, admin_token: str, policy: Callable[..., Any], policy_name: str,
+    def __init__(self, keystore: Optional[KeyStore], admin_token: str, policy: Callable[..., Any], policy_name: str,
                  lease_ttl_s: float = DEFAULT_LEASE_TTL_S):
         self.keystore = keystore
         self.admin_token = admin_token
@@ -62,12 +66,12 @@ class PlatformState:
         self.cold_start: Optional[ColdStart] = None
         self.worker_down = False
         self.act_log: Deque[Dict[str, Any]] = collections.deque(maxlen=ACT_LOG_SIZE)
-        self.reports: Deque[Dict[str, Any]] = collections.deque(maxlen=1024)
+        self.reports: Deque[str] = collections.deque(maxlen=REPORTS_KEPT)  # each one's JSON text
         self.stats: Dict[str, Dict[str, Dict[str, int]]] = {}
         self.episodes: Dict[str, float] = {}  # episode id -> last act (monotonic)
-        # Set by the server that owns the worker's socket (server.py); awaited by the admin API.
-        self.restart_worker: Optional[Callable[..., Awaitable[WorkerIdentity]]] = None
-        self.set_worker_running: Optional[Callable[[bool], Awaitable[None]]] = None
+        # The gateway's line to the worker process (worker_process.WorkerLink); None when the
+        # gateway app runs without one (in-process tests): its admin API then keeps every fault.
+        self.worker_link: Any = None
 
     # -- cold start -------------------------------------------------------------------------
     def start_cold(self, seconds: float, eta_s: Optional[float] = None, form: str = "detail",
@@ -110,9 +114,12 @@ class PlatformState:
     def touch_episode(self, episode_id: Optional[str]) -> None:
         now = time.monotonic()
         if episode_id:
+            self.episodes.pop(episode_id, None)  # to the end: the dict stays in order of last use
             self.episodes[episode_id] = now
         if len(self.episodes) > 64:
             self.episodes = {k: t for k, t in self.episodes.items() if now - t < EPISODE_IDLE_S}
+        while len(self.episodes) > EPISODES_KEPT:  # the longest idle first
+            del self.episodes[next(iter(self.episodes))]
 
     def reset(self) -> None:
         """Back to a fresh start, keeping the worker's identity and the keys."""

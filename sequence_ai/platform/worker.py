@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from . import catalogue, injected
-from .asgi import BearerCheck, BodyLimit, RouteStats, validation_error_response
+from .asgi import BearerCheck, BodyLimit, RouteStats, route_paths, validation_error_response
 from .contract import ActRequest, ContractError, EpisodeEndRequest, check_observation, check_rows
 from .state import PlatformState
 
@@ -138,11 +138,12 @@ def build_worker_app(state: PlatformState) -> Any:
         return JSONResponse({"ok": True, "epoch": worker.epoch if worker else None,
                              "warming": state.warming_left_s() > 0})
 
-    # Outermost first: stats (and the handler clock), the request log, then the body limit, so a
-    # 413 is counted and logged like any other answer.
-    guarded = BearerCheck(app, lambda header: _secret_accepted(state, header), frozenset(),
-                          "direct secret missing or no longer valid; reconnect through the gateway")
-    return RouteStats(ActLog(BodyLimit(guarded, WORKER_BODY_LIMIT), state), "worker", state.count)
+    # Outermost first: stats (and the handler clock), the request log, the secret, then the body
+    # limit: a 401 or 413 is counted and logged like any other answer, and a caller without the
+    # secret gets its 401 before a byte of its body is buffered.
+    guarded = BearerCheck(BodyLimit(app, WORKER_BODY_LIMIT), lambda header: _secret_accepted(state, header),
+                          frozenset(), "direct secret missing or no longer valid; reconnect through the gateway")
+    return RouteStats(ActLog(guarded, state), "worker", state.count, known_paths=route_paths(app))
 
 
 class ActLog:

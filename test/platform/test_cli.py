@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
 
 import httpx
+import psutil
 import pytest
 from platform_helpers import act_body, connect, worker
 
@@ -135,3 +137,25 @@ def test_cli_main_is_importable_for_the_serve_subcommand():
     from sequence_ai.platform.cli import main
 
     assert main(["--host", "192.0.2.1"]) == 2
+
+
+def _command_lines_holding(secret: str) -> list:
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        if secret in line:
+            found.append((proc.info["pid"], line))
+    return found
+
+
+def test_the_key_is_on_no_command_line_at_start_or_after_a_restart():
+    # Any user can read any process's command line (`ps`); only the owner its environment.
+    key = "seq_test_" + secrets.token_hex(16)
+    with LocalPlatform(api_key=key) as p:
+        for moment in ("start", "restart"):
+            if moment == "restart":
+                p.restart()
+            assert p.api_key == key
+            assert httpx.get(p.base_url + "/v1/account", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+            assert _command_lines_holding(key) == [], f"the key is on a command line after {moment}"
+            assert _command_lines_holding(p.admin_token) == [], f"the admin token is on a command line after {moment}"
