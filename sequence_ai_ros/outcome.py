@@ -3,18 +3,23 @@
     completed / until / timeout          -> succeeded
     interrupted / canceled               -> canceled
     anything else (validate, stale_input, bad_input,
-    shutdown, raised:<Class>)            -> aborted, with the reason
+    estop, shutdown, raised:<Class>)     -> aborted, with the reason
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Optional, Tuple
 
 from sequence_ai_ros.action import Act
 from sequence_ai_ros.msg import RunOutcome
 
-__all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "outcome_message", "status_for"]
+from .goal_run import RunStopped
+from .inputs import BadInput, StaleInput
+
+__all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "as_reported", "end_goal", "ending_of", "feedback_message", "outcome_message",
+           "status_for"]
 
 SUCCEEDED, CANCELED, ABORTED = "succeeded", "canceled", "aborted"
 
@@ -27,6 +32,7 @@ _BY_REASON = {
     "validate": (Act.Result.STATUS_UNSAFE_ACTION, ABORTED),
     "stale_input": (Act.Result.STATUS_STALE_INPUT, ABORTED),
     "bad_input": (Act.Result.STATUS_STALE_INPUT, ABORTED),
+    "estop": (Act.Result.STATUS_ESTOP, ABORTED),
     "shutdown": (Act.Result.STATUS_SHUTDOWN, ABORTED),
     "rejected": (Act.Result.STATUS_REJECTED, ABORTED),
 }
@@ -35,6 +41,64 @@ _BY_REASON = {
 def status_for(reason: str) -> Tuple[int, str]:
     """(Act.Result status code, terminal state) for a reason."""
     return _BY_REASON.get(reason, (Act.Result.STATUS_POLICY_ERROR, ABORTED))
+
+
+def ending_of(exc: BaseException) -> Tuple[str, str]:
+    """(reason, message) of a run that raised `exc`; a stop the node decided reads `interrupted`
+    here, the run's own stop reason replaces it."""
+    if isinstance(exc, RunStopped):
+        return "interrupted", ""
+    if isinstance(exc, StaleInput):
+        return "stale_input", str(exc)
+    if isinstance(exc, BadInput):
+        return "bad_input", str(exc)
+    return f"raised:{type(exc).__name__}", str(exc)  # str, not repr: no request bytes
+
+
+def end_goal(goal_handle: Any, terminal: str) -> None:
+    """Put the goal in its terminal state. A goal stopped by ~/interrupt (not by a cancel request)
+    must first pass through CANCELING, which rclpy only enters from a cancel request: enter it here."""
+    if terminal == SUCCEEDED:
+        goal_handle.succeed()
+    elif terminal == CANCELED:
+        if not goal_handle.is_cancel_requested:
+            from rclpy.action.server import GoalEvent
+
+            goal_handle._update_state(GoalEvent.CANCEL_GOAL)
+        goal_handle.canceled()
+    else:
+        goal_handle.abort()
+
+
+def as_reported(outcome: Any, *, reason: str, elapsed_s: Optional[float], seeded: bool) -> Any:
+    """The client's RunOutcome as the node reports it: the node's reason (a stop the node decided,
+    e.g. shutdown, where the client saw an interrupt), the run's length in ROS time under sim time
+    (`elapsed_s`), and only the instruction changes made during the goal: the client counts the
+    goal's own instruction as a swap when it `seeded` a different one (WIRE §7.11)."""
+    changes: dict = {"reason": reason} if reason else {}
+    if elapsed_s is not None:
+        changes["elapsed_s"] = elapsed_s
+    if seeded and outcome.instruction_swaps > 0:
+        changes["instruction_swaps"] = outcome.instruction_swaps - 1
+        if changes["instruction_swaps"] == 0:
+            changes["max_instruction_lag_s"] = None  # the seed's own lag is no change's
+    return dataclasses.replace(outcome, **changes) if changes else outcome
+
+
+def feedback_message(progress: Any, *, started: bool, instruction: str, elapsed_s: Optional[float]) -> Act.Feedback:
+    """Act feedback from the client's progress. Until the run took its first observation the
+    progress is not this goal's yet: zeros and the goal's instruction; the instruction stays the
+    goal's until the first action (no request of this run has carried one before)."""
+    p = progress
+    feedback = Act.Feedback(instruction=instruction, warming=bool(p.warming),
+                            warming_eta_s=_nan_if_none(p.warming_eta_s))
+    if started:
+        feedback.actions, feedback.chunks, feedback.buffered = int(p.actions), int(p.chunks), int(p.buffered)
+        feedback.elapsed_s = float(p.elapsed_s if elapsed_s is None else elapsed_s)
+        feedback.underruns = int(p.underruns)
+        if p.actions > 0 and p.instruction:
+            feedback.instruction = p.instruction
+    return feedback
 
 
 def _nan_if_none(value: Optional[float]) -> float:

@@ -1,7 +1,7 @@
 """The node's parameters: declared with descriptors, read once into a `NodeConfig`.
 
 Every parameter is documented in config/policy.yaml. They are read once, at startup, so every
-one is declared read-only: `ros2 param set` is refused instead of reporting a change (a safety
+one is declared read-only (rclpy's own use_sim_time too): `ros2 param set` is refused instead of reporting a change (a safety
 limit, say) that would never take effect. Change them in the YAML and restart. The API key is
 never a parameter: it comes from $SEQUENCES_API_KEY only.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -60,6 +60,7 @@ class NodeConfig:
     dry_run: bool
     busy_policy: str
     until_topic: str
+    estop_topic: str
     feedback_period_s: float
     diagnostics_period_s: float
     realtime_priority: int
@@ -106,15 +107,38 @@ PARAMETERS = {
     "dry_run": (False, dict(description="Compute and log every command but publish nothing")),
     "busy_policy": ("reject", dict(description="A goal arriving while one runs: reject (default) or preempt the running one")),
     "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until")),
+    "estop_topic": ("", dict(description="Optional latched std_msgs/Bool e-stop: true stops the running goal (hold, outcome estop) and refuses goals until false")),
     "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
     "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
     "realtime_priority": (0, dict(description="SCHED_FIFO priority of the control threads (timer and goal) when the OS allows it; 0 (default) = ordinary scheduling", ints=(0, 98))),
 }
 
 
+USE_SIM_TIME_DESCRIPTION = ("Follow the /clock topic (read once at startup, like every parameter: set it in the "
+                            "params file or the launch argument and restart)")
+
+
 def declare(node: Node) -> None:
     for name, (default, kwargs) in PARAMETERS.items():
         node.declare_parameter(name, default, _descriptor(**kwargs))
+    # rclpy declares use_sim_time itself, writable; the node reads it once (its clock, every goal's
+    # time bound), so a change at runtime would silently break a run: refuse it like the others.
+    descriptor = _descriptor(USE_SIM_TIME_DESCRIPTION)
+    descriptor.type = ParameterType.PARAMETER_BOOL
+    node.set_descriptor("use_sim_time", descriptor)
+
+
+def check_against_model(config: NodeConfig, model: Any) -> None:
+    """ConfigError if the cameras do not match the views the model reads."""
+    missing = [v for v in model.camera_views if v not in config.camera_views]
+    if missing:
+        raise ConfigError(
+            f"{model.short_id} needs camera view(s) {', '.join(missing)}; camera_views has "
+            f"{', '.join(config.camera_views) or 'none'}"
+        )
+    unused = [v for v in config.camera_views if model.camera_views and v not in model.camera_views]
+    if unused:
+        raise ConfigError(f"{model.short_id} does not read camera view(s) {', '.join(unused)}; remove them")
 
 
 def _value(node: Node, name: str) -> Any:
@@ -188,6 +212,7 @@ def read(node: Node) -> NodeConfig:
         dry_run=bool(_value(node, "dry_run")),
         busy_policy=_choice(node, "busy_policy", BUSY_POLICIES),
         until_topic=str(_value(node, "until_topic")),
+        estop_topic=str(_value(node, "estop_topic")),
         feedback_period_s=float(_value(node, "feedback_period_s")),
         diagnostics_period_s=float(_value(node, "diagnostics_period_s")),
         realtime_priority=int(_value(node, "realtime_priority")),

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 __all__ = ["NodeProcess", "config_path", "ros_environment"]
 
-MODULES = {"policy_node": "sequence_ai_ros.node", "sim_robot": "sequence_ai_ros.sim_robot"}
+MODULES = {"policy_node": "sequence_ai_ros.policy_node", "sim_robot": "sequence_ai_ros.sim_robot"}
 
 
 def config_path(name: str) -> Path:

@@ -146,6 +146,9 @@ class Planner:
         self.outcomes: List[RunOutcome] = []
         self.warming: List[WarmingStatus] = []
         self.instructions: List[str] = []
+        self.refusals: List[str] = []  # ~/goal_refused: why goals were rejected
+        node.create_subscription(String, f"{ns}/sequence_ai_policy/goal_refused",
+                                 lambda m: self.refusals.append(m.data), LATCHED)
         node.create_subscription(RunOutcome, f"{ns}/sequence_ai_policy/run_outcome", self.outcomes.append, LATCHED)
         node.create_subscription(WarmingStatus, f"{ns}/sequence_ai_policy/warming", self.warming.append, LATCHED)
         node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction",
@@ -194,6 +197,19 @@ class Planner:
 
     def send(self, instruction: str, max_seconds: float, max_actions: int = 0,
              feedback: Optional[list] = None) -> SentGoal:
+        sent = self._send(instruction, max_seconds, max_actions, feedback)
+        assert sent.handle.accepted, f"goal rejected: {self.refusals[-1:]}"
+        return sent
+
+    def rejected(self, instruction: str, max_seconds: float, max_actions: int = 0) -> str:
+        """Send a goal the node must reject at once; returns the reason it gave on ~/goal_refused."""
+        before = len(self.refusals)
+        sent = self._send(instruction, max_seconds, max_actions, None)
+        assert not sent.handle.accepted, "the goal was accepted"
+        assert wait_for(lambda: len(self.refusals) > before, 5.0), "no reason on ~/goal_refused"
+        return self.refusals[-1]
+
+    def _send(self, instruction: str, max_seconds: float, max_actions: int, feedback: Optional[list]) -> SentGoal:
         goal = Act.Goal(instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions)
         assert self.act.wait_for_server(timeout_sec=10.0), "no act action server"
         goal_id = UUID(uuid=list(uuid.uuid4().bytes))
@@ -202,7 +218,6 @@ class Planner:
         sent = SentGoal(self)
         self._in_executor(lambda: self.act.send_goal_async(goal, goal_uuid=goal_id).add_done_callback(sent.on_goal))
         assert sent.accepted.wait(10.0), "goal response never came"
-        assert sent.handle.accepted
         return sent
 
     def cancel(self, sent: SentGoal, timeout_s: float = 5.0) -> bool:

@@ -88,6 +88,7 @@ def test_act_status_constants_are_distinct_and_named():
     expected = {
         "STATUS_COMPLETED", "STATUS_UNTIL", "STATUS_TIMEOUT", "STATUS_INTERRUPTED", "STATUS_CANCELED",
         "STATUS_UNSAFE_ACTION", "STATUS_STALE_INPUT", "STATUS_POLICY_ERROR", "STATUS_SHUTDOWN", "STATUS_REJECTED",
+        "STATUS_ESTOP",
     }
     assert expected <= set(names)
     values = [getattr(Act.Result, n) for n in expected]

@@ -1,0 +1,71 @@
+"""The `policy_node` executable: one PolicyNode and its two companions, each spun by an executor
+of its own (the node's callbacks on a pool, the inputs and the control clock on one thread each:
+companions.py), until SIGINT or SIGTERM; then the running goal holds and reports `shutdown`.
+
+    ros2 run sequence_ai_ros policy_node --ros-args --params-file config/policy.yaml
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import Optional
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+import sequence_ai
+
+from .node import PolicyNode
+from .parameters import ConfigError
+
+__all__ = ["main"]
+
+
+def main(argv: Optional[list] = None) -> int:
+    # Our own signal handling: on Ctrl-C / SIGTERM the running goal must still hold and report
+    # while the ROS context is alive, so rclpy's handler (which shuts the context down) is off.
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    # A thread woken by the control timer waits for the GIL at most this long behind one that
+    # holds it (camera conversion, JSON, HTTP); Python's default is 5 ms, a large share of a
+    # 2 ms jitter budget.
+    sys.setswitchinterval(0.001)
+    argv = list(sys.argv if argv is None else argv)
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        node = PolicyNode(argv)
+    except (ConfigError, sequence_ai.SequencesError):
+        rclpy.shutdown()  # the reason is logged (FATAL); a launch file can end with the node
+        return 1
+    executor = MultiThreadedExecutor(num_threads=6)
+    executor.add_node(node)
+    inputs = SingleThreadedExecutor()
+    inputs.add_node(node.inputs_node)
+    spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
+    spinner.start()
+    threading.Thread(target=inputs.spin, name="inputs", daemon=True).start()
+    clock = SingleThreadedExecutor()
+    clock.add_node(node.clock_node)
+
+    def spin_clock() -> None:
+        node.priority.apply()
+        clock.spin()
+
+    threading.Thread(target=spin_clock, name="control-clock", daemon=True).start()
+    while not stop.wait(0.5) and spinner.is_alive():
+        pass
+    node.shutdown()
+    for executor_ in (executor, inputs, clock):
+        executor_.shutdown(timeout_sec=2.0)
+    for each in (node.inputs_node, node.clock_node, node):
+        each.destroy_node()
+    rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
