@@ -2,7 +2,8 @@
 
     ros2 launch sequence_ai_ros policy.launch.py params_file:=/path/policy.yaml namespace:=left_arm
 
-The API key comes from the environment (SEQUENCES_API_KEY), never from a parameter.
+The API key comes from the environment (SEQUENCES_API_KEY), never from a parameter. A node that
+cannot start (no key, a parameter it cannot run with) logs why at FATAL and exits with status 1.
 """
 
 import os
@@ -19,17 +20,24 @@ def generate_launch_description():
     default_params = os.path.join(get_package_share_directory("sequence_ai_ros"), "config", "policy.yaml")
     return LaunchDescription([
         DeclareLaunchArgument("params_file", default_value=default_params,
-                              description="Parameter YAML for sequence_ai_policy"),
+                              description="Parameter YAML of the node; config/policy.yaml documents every parameter"),
         DeclareLaunchArgument("namespace", default_value="",
-                              description="Namespace of this arm (one node per arm)"),
-        DeclareLaunchArgument("use_sim_time", default_value="false"),
+                              description="Namespace of this arm: the node's topics, services and action are "
+                                          "relative to it (one node per arm)"),
+        DeclareLaunchArgument("use_sim_time", default_value="false", choices=["true", "false"],
+                              description="Follow /clock: pacing, input ages and each goal's max_seconds in "
+                                          "simulated time (read once at startup)"),
+        DeclareLaunchArgument("log_level", default_value="info", choices=["debug", "info", "warn", "error", "fatal"],
+                              description="Log level of the node"),
         Node(
             package="sequence_ai_ros",
             executable="policy_node",
             name="sequence_ai_policy",
             namespace=LaunchConfiguration("namespace"),
             parameters=[LaunchConfiguration("params_file"), {"use_sim_time": LaunchConfiguration("use_sim_time")}],
+            ros_arguments=["--log-level", LaunchConfiguration("log_level")],
             output="screen",
-            emulate_tty=True,
+            # No emulate_tty: a redirected log stays free of colour codes. Python output unbuffered.
+            additional_env={"PYTHONUNBUFFERED": "1"},
         ),
     ])

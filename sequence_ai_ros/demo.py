@@ -1,16 +1,19 @@
 """The closed-loop demo: local platform + simulated arm + policy node, driven like a planner would.
 
-    make demo        (or: scripts/workspace.sh demo [--seconds 12] [--out out/])
+    make demo        (or: scripts/workspace.sh demo [--seconds 12] [--instant] [--out out/])
 
-Starts the local platform, `sim_robot` and `policy_node` as processes, sends an `act` goal,
-changes the instruction mid-run through ~/set_instruction, prints feedback and the final
-RunOutcome, and writes a PNG timeline of the run (commands per joint, chunk arrivals, underruns,
-instruction changes).
+Starts the local platform at pi05-droid's real warm latency (0.6-0.8 s per request; `--instant`
+for a worker that answers at once), then `ros2 launch sequence_ai_ros demo.launch.py` (the
+simulated arm and the policy node; without the ros2 tools, the same two nodes as processes),
+sends an `act` goal, changes the instruction mid-run through ~/set_instruction, prints feedback
+and the final RunOutcome, and writes a PNG timeline of the run (commands per joint, the time the
+arm held, seams, chunk arrivals, instruction changes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -18,19 +21,28 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 __all__ = ["main"]
 
 FIRST = "pick up the red cube"
 SECOND = "put the cube on the plate"
+# pi05-droid's warm latency per request on the service: 600-800 ms (WIRE.md, catalogue table).
+REAL_LATENCY_MS = (600.0, 800.0)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=12.0, help="max_seconds of the act goal")
     parser.add_argument("--switch-after", type=float, default=5.0, help="seconds before the instruction changes")
-    parser.add_argument("--latency-ms", type=float, default=150.0, help="refill latency the local worker injects")
+    low, high = REAL_LATENCY_MS
+    parser.add_argument("--latency-ms", type=float, default=(low + high) / 2,
+                        help=f"refill latency the local worker injects (default: pi05-droid's {low:g}-{high:g} ms)")
+    parser.add_argument("--jitter", type=float, default=(high - low) / (high + low),
+                        help="latency jitter as a fraction (default: +-100 ms around 700)")
+    parser.add_argument("--instant", action="store_true", help="a worker that answers at once (no injected latency)")
+    parser.add_argument("--without-launch", action="store_true",
+                        help="start the two nodes as processes even where ros2 launch is installed")
     parser.add_argument("--out", type=Path, default=Path("out"), help="where the timeline PNG is written")
     args = parser.parse_args(argv)
 
@@ -38,33 +50,50 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from sequence_ai.platform.spawn import LocalPlatform
 
-    from .processes import NodeProcess, config_path, ros_environment
+    from .processes import ros_environment
 
     os.environ.update(ros_environment())
     logs = Path(tempfile.mkdtemp(prefix="sequence-ai-demo-"))
     print(f"[demo] logs in {logs}")
     started = time.monotonic()
-    with LocalPlatform("--latency-ms", str(args.latency_ms), "--jitter", "0.2") as platform:
-        print(f"[demo] local platform at {platform.base_url} (worker {platform.worker_url})")
-        env = platform.env()
-        params = [config_path("demo.yaml")]
-        sim = NodeProcess("sim_robot", params_files=params, env=env, log_path=logs / "sim_robot.log")
-        node = NodeProcess("policy_node", params_files=params, env=env, log_path=logs / "policy_node.log")
-        rclpy.init()
-        try:
-            recorder = _Recorder()
-            result = recorder.drive(args, started)
-        finally:
-            rclpy.shutdown()
-            node.stop()
-            sim.stop()
+    latency = () if args.instant else ("--latency-ms", str(args.latency_ms), "--jitter", str(args.jitter))
+    with LocalPlatform(*latency) as platform:
+        print(f"[demo] local platform at {platform.base_url} (worker {platform.worker_url}), "
+              + ("instant worker" if args.instant else f"latency {args.latency_ms:g} ms +-{100 * args.jitter:.0f} %"))
+        with _nodes(platform.env(), logs, args.without_launch) as output:
+            rclpy.init()
+            try:
+                recorder = _Recorder()
+                result = recorder.drive(args, started)
+            finally:
+                rclpy.shutdown()
         if result is None:
-            print("[demo] the run did not finish; node log:\n" + node.output()[-3000:], file=sys.stderr)
+            print("[demo] the run did not finish; log:\n" + output()[-3000:], file=sys.stderr)
             return 1
-    image = _timeline(recorder, result, args.out)
+    from .timeline import plot_timeline
+
+    image = plot_timeline(recorder.timeline(result), args.out / "demo-timeline.png")
     print(f"[demo] timeline written to {image}")
     print(f"[demo] done in {time.monotonic() - started:.1f}s")
     return 0 if result.status in (0, 1, 2) else 1
+
+
+@contextlib.contextmanager
+def _nodes(env, logs: Path, without_launch: bool) -> Iterator:
+    """The simulated arm and the policy node: `ros2 launch` where it is installed, else two
+    processes. Yields a function that returns their log; stopped (SIGINT) on exit."""
+    from .processes import LaunchProcess, NodeProcess, config_path, ros2_cli
+
+    if ros2_cli() and not without_launch:
+        print("[demo] ros2 launch sequence_ai_ros demo.launch.py")
+        with LaunchProcess("demo.launch.py", env=env, log_path=logs / "launch.log") as launch:
+            yield launch.output
+        return
+    print("[demo] no ros2 launch here: starting sim_robot and policy_node as processes")
+    params = [config_path("demo.yaml")]
+    with NodeProcess("sim_robot", params_files=params, env=env, log_path=logs / "sim_robot.log"), \
+            NodeProcess("policy_node", params_files=params, env=env, log_path=logs / "policy_node.log") as node:
+        yield node.output
 
 
 class _Recorder:
@@ -94,6 +123,7 @@ class _Recorder:
                                       lambda m: self.commands.append((self._t(), list(m.data))), 50)
         self.node.create_subscription(WarmingStatus, "/sequence_ai_policy/warming", self._on_warming, latched)
         self.inputs_ok = False
+        self.control_hz = 15.0  # the node reports its own on /diagnostics
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.node.create_subscription(RunOutcome, "/sequence_ai_policy/run_outcome",
                                       lambda m: setattr(self, "outcome", m), latched)
@@ -123,6 +153,8 @@ class _Recorder:
         for status in message.status:
             if status.name.endswith("policy loop"):
                 self.inputs_ok = status.level == b"\x00"
+                values = {kv.key: kv.value for kv in status.values}
+                self.control_hz = float(values.get("control_hz_target") or self.control_hz)
 
     def _wait(self, predicate, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -177,55 +209,27 @@ class _Recorder:
             self._stop.set()
             self._spin.join(2.0)
 
+    def timeline(self, result):
+        """What the run looked like, for timeline.plot_timeline."""
+        from .timeline import Timeline
+
+        chunks, seen = [], 0
+        for t, f in self.feedback:  # chunk arrivals, from the feedback's chunk counter
+            if f.chunks > seen:
+                chunks.append(t)
+                seen = f.chunks
+        o = result.outcome
+        title = (f"sequence_ai_policy demo: {o.actions} actions, {o.chunks} chunks, {o.underruns} underruns "
+                 f"({o.underrun_s:.1f} s), reason {o.reason}")
+        return Timeline(control_hz=self.control_hz, commands=list(self.commands), chunk_times=chunks,
+                        switches=list(self.switches), title=title)
+
     def _on_feedback(self, message) -> None:
         f = message.feedback
         self.feedback.append((self._t(), f))
         if len(self.feedback) % 4 == 1:
             print(f"[demo] t={self._t():5.2f}s actions={f.actions:4d} chunks={f.chunks:3d} buffered={f.buffered:2d} "
                   f"underruns={f.underruns} instruction={f.instruction!r}")
-
-
-def _timeline(recorder: _Recorder, result, out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "demo-timeline.png"
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    if recorder.commands:
-        times = [t for t, _ in recorder.commands]
-        width = min(len(v) for _, v in recorder.commands)
-        for j in range(width):
-            label = f"joint {j + 1}" if j < 7 else "gripper"
-            ax.plot(times, [v[j] for _, v in recorder.commands], lw=1.2, label=label)
-    for t, text in recorder.switches:
-        for axis in (ax, bx):
-            axis.axvline(t, color="crimson", ls="--", lw=1.5)
-        ax.annotate(f"set_instruction: {text}", (t, ax.get_ylim()[1]), fontsize=8, color="crimson",
-                    xytext=(4, -12), textcoords="offset points")
-    # Chunk arrivals, from the feedback's chunk counter; underruns likewise.
-    last_chunks, last_underruns = 0, 0
-    for t, f in recorder.feedback:
-        if f.chunks > last_chunks:
-            bx.plot([t], [1], "o", color="tab:blue", ms=5)
-            last_chunks = f.chunks
-        if f.underruns > last_underruns:
-            bx.plot([t], [0], "x", color="tab:red", ms=8)
-            last_underruns = f.underruns
-    bx.set_yticks([0, 1], ["underrun", "chunk installed\n(feedback ticks)"])
-    bx.set_ylim(-0.5, 1.5)
-    bx.set_xlabel("seconds since the goal was sent")
-    ax.set_ylabel("command (rad; gripper m)")
-    o = result.outcome
-    ax.set_title(f"sequence_ai_policy demo: {o.actions} actions, {o.chunks} chunks, {o.underruns} underruns, "
-                 f"reason {o.reason}")
-    ax.legend(loc="upper right", fontsize=7, ncol=4)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 if __name__ == "__main__":

@@ -1,0 +1,161 @@
+"""The installed package driven only through the real ROS 2 command line, as a user would: both
+launch files, `ros2 node list`, `ros2 param`, `ros2 action send_goal --feedback`, `ros2 service
+call`, `ros2 topic pub/echo`, and Ctrl-C to the launch. One subprocess per command; the launched
+system (conftest.py) is shared by the whole module, the right arm's launch ending in the last test."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+from ros2_commands import Background, GoalOutput, latest_status, status_ok
+
+from sequence_ai_ros.parameters import PARAMETERS
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+ACT = "sequence_ai_ros/action/Act"
+LEFT = "/left_arm/sequence_ai_policy"
+RIGHT = "/right_arm/sequence_ai_policy"
+LATCHED = ["--qos-durability", "transient_local", "--qos-reliability", "reliable"]
+
+
+def goal(instruction: str, max_seconds: float) -> str:
+    return f"{{instruction: '{instruction}', max_seconds: {max_seconds}, max_actions: 0}}"
+
+
+def send(arms, node: str, instruction: str, max_seconds: float) -> Background:
+    return arms.ros2.start("action", "send_goal", f"{node}/act", ACT, goal(instruction, max_seconds), "--feedback")
+
+
+def moving(text: str) -> bool:
+    return any(block and block.get("actions", 0) > 0 for block in GoalOutput(text).feedback)
+
+
+def test_both_launch_files_document_every_argument(arms):
+    expected = {"policy.launch.py": ("params_file", "namespace", "use_sim_time", "log_level"),
+                "demo.launch.py": ("params_file", "namespace", "log_level", "use_sim_time")}
+    for launch_file, names in expected.items():
+        text = arms.show_args[launch_file].finish(60.0)
+        for name in names:
+            assert f"'{name}':" in text, f"{launch_file} --show-args lacks {name}:\n{text}"
+        assert "no description given" not in text, text
+
+
+def test_a_policy_node_without_a_key_logs_fatal_exits_1_and_ends_the_demo(arms):
+    text = arms.no_key.finish(60.0)  # the launch ends by itself, the simulated arm with it
+    assert "[FATAL]" in text and "cannot start: no API key" in text, text
+    assert "exit code 1" in text, text
+    assert "sim_robot-1]: process has finished cleanly" in text, text
+
+
+def test_node_list_names_every_node_once(arms):
+    listed = arms.ros2.run("node", "list")
+    names = listed.stdout.split()
+    expected = {f"/{arm}/{node}" for arm in ("left_arm", "right_arm")
+                for node in ("sequence_ai_policy", "sequence_ai_policy_clock", "sequence_ai_policy_inputs", "sim_robot")}
+    assert expected <= set(names), listed.stdout
+    assert len(names) == len(set(names)), f"duplicate node names: {names}"
+    assert "share an exact name" not in listed.stdout + listed.stderr
+
+
+def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
+    ros2 = arms.ros2
+    gets = [ros2.start("param", "get", LEFT, "model") for _ in range(3)]
+    dump = ros2.start("param", "dump", LEFT)
+    step = ros2.start("param", "set", LEFT, "max_step_rad", "0.5")
+    sim_time = ros2.start("param", "set", LEFT, "use_sim_time", "true")
+    for get in gets:  # the node itself answers, every time
+        assert "String value is: pi05-droid" in get.finish(60.0)
+    dumped = yaml.safe_load(dump.finish(60.0))[LEFT]["ros__parameters"]
+    assert set(PARAMETERS) | {"use_sim_time", "start_type_description_service"} == set(dumped)
+    for name, value in arms.params.items():
+        same = math.isclose(dumped[name], value) if isinstance(value, float) else dumped[name] == value
+        assert same, f"{name}: dumped {dumped[name]!r}, params file {value!r}"
+    assert "Setting parameter failed: Trying to set a read-only parameter: max_step_rad." in step.finish(60.0)
+    # use_sim_time too: read once at startup, a change at runtime would break a run silently.
+    assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in sim_time.finish(60.0)
+    after = [ros2.start("param", "get", LEFT, name) for name in ("max_step_rad", "use_sim_time")]
+    assert "Double value is: 0.2" in after[0].finish(60.0)
+    assert "Boolean value is: False" in after[1].finish(60.0)
+
+
+def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_rejected(arms):
+    ros2 = arms.ros2
+    left = send(arms, LEFT, "pick up the red cube", 10.0)
+    right = send(arms, RIGHT, "open the drawer", 10.0)
+    assert left.wait_for(moving, 30.0), left.text[-2000:]
+    change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",
+                        "{instruction: 'put it on the plate'}")
+    busy = ros2.start("action", "send_goal", f"{LEFT}/act", ACT, goal("wave", 2.0))
+    assert "accepted=True, previous='pick up the red cube'" in change.finish(60.0)
+    assert "Goal was rejected." in busy.finish(60.0)
+    why = ros2.run("topic", "echo", "--once", *LATCHED, f"{LEFT}/goal_refused", "std_msgs/msg/String")
+    assert "busy" in why.stdout, why.stdout + why.stderr
+
+    for command, instruction, final in ((left, "pick up the red cube", "put it on the plate"),
+                                        (right, "open the drawer", "open the drawer")):
+        out = GoalOutput(command.finish(60.0))
+        assert out.status == "SUCCEEDED" and out.result["status"] == 2, command.text[-3000:]  # STATUS_TIMEOUT
+        outcome = out.result["outcome"]
+        assert outcome["reason"] == "timeout" and outcome["held"] and outcome["actions"] > 20, outcome
+        assert outcome["final_instruction"] == final
+        assert outcome["instruction_swaps"] == (1 if final != instruction else 0), outcome
+        assert len(out.feedback) >= 8, "feedback at >= 2 Hz for 10 s"
+        assert out.feedback[0]["instruction"] == instruction, out.feedback[0]
+    assert any(f["instruction"] == "put it on the plate" for f in GoalOutput(left.text).feedback)
+
+
+def test_interrupt_cancels_the_goal_and_holds_and_with_no_run_both_services_refuse(arms):
+    ros2 = arms.ros2
+    running = send(arms, LEFT, "pick up the red cube", 20.0)
+    assert running.wait_for(moving, 30.0), running.text[-2000:]
+    reply = ros2.run("service", "call", f"{LEFT}/interrupt", "std_srvs/srv/Trigger")
+    assert "success=True" in reply.stdout, reply.stdout + reply.stderr
+    out = GoalOutput(running.finish(30.0))
+    assert out.status == "CANCELED" and out.result["status"] == 3, running.text[-3000:]  # STATUS_INTERRUPTED
+    assert out.result["outcome"]["reason"] == "interrupted" and out.result["outcome"]["held"]
+    idle_stop = ros2.start("service", "call", f"{LEFT}/interrupt", "std_srvs/srv/Trigger")
+    idle_change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",
+                             "{instruction: 'wave'}")
+    assert "success=False, message='no run in progress" in idle_stop.finish(60.0)
+    assert "accepted=False" in idle_change.finish(60.0) and "no run in progress" in idle_change.text
+
+
+def test_estop_stops_the_goal_held_and_refuses_goals_until_released(arms):
+    ros2 = arms.ros2
+
+    def estop(engaged: bool):
+        published = ros2.run("topic", "pub", "--once", "-w", "1", "--keep-alive", "1", *LATCHED, "/left_arm/estop",
+                             "std_msgs/msg/Bool", f"{{data: {str(engaged).lower()}}}")
+        assert published.returncode == 0, published.stdout + published.stderr
+
+    running = send(arms, LEFT, "pick up the red cube", 20.0)
+    assert running.wait_for(moving, 30.0), running.text[-2000:]
+    estop(True)
+    out = GoalOutput(running.finish(30.0))
+    assert out.status == "ABORTED" and out.result["status"] == 10, running.text[-3000:]  # STATUS_ESTOP
+    assert out.result["outcome"]["reason"] == "estop" and out.result["outcome"]["held"]
+    refused = ros2.run("action", "send_goal", f"{LEFT}/act", ACT, goal("wave", 1.0))
+    assert "Goal was rejected." in refused.stdout, refused.stdout
+    assert arms.diagnostics.wait_for(lambda t: "e-stop engaged on /left_arm/estop" in latest_status(t, "/left_arm"), 10.0)
+    estop(False)
+    assert arms.diagnostics.wait_for(lambda t: status_ok(t, "/left_arm"), 10.0), "diagnostics still say e-stop"
+    again = ros2.run("action", "send_goal", f"{LEFT}/act", ACT, goal("wave", 1.0))
+    assert "Goal finished with status: SUCCEEDED" in again.stdout, again.stdout
+
+
+def test_ctrl_c_to_the_demo_launch_mid_goal_holds_and_reports_shutdown(arms):
+    running = send(arms, RIGHT, "pick up the red cube", 30.0)
+    assert running.wait_for(moving, 30.0), running.text[-2000:]
+    assert arms.right.interrupt(30.0) == 0, arms.right.text[-3000:]
+    out = GoalOutput(running.finish(30.0))
+    assert out.status == "ABORTED" and out.result["status"] == 8, running.text[-3000:]  # STATUS_SHUTDOWN
+    assert out.result["outcome"]["reason"] == "shutdown" and out.result["outcome"]["held"]
+    log = arms.right.text
+    assert "run ended: shutdown" in log and "process has finished cleanly" in log, log[-3000:]
+    # One name per node (no rosout clash), and a redirected launch log free of colour codes.
+    for text in (log, arms.left.text):
+        assert "Publisher already registered" not in text
+        assert "\x1b[" not in text, "ANSI colour codes in a redirected launch log"
