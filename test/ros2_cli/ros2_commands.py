@@ -10,6 +10,7 @@ that way were seen to miss a node that had just started ("Node not found").
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -28,8 +29,9 @@ class Background:
         self._text = ""
         self._interrupted = False
         self._changed = threading.Condition()
+        # A process group of its own, as a terminal gives a command: Ctrl-C reaches all of it.
         self.process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        bufsize=1, preexec_fn=_default_sigint)
+                                        bufsize=1, preexec_fn=_own_group)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -69,10 +71,11 @@ class Background:
         return self.text
 
     def ctrl_c(self) -> None:
-        """SIGINT, once (a second one makes `ros2 launch` skip its nodes' clean exit)."""
+        """SIGINT to the command's process group, as Ctrl-C in its terminal; once (a second one
+        makes `ros2 launch` skip its nodes' clean exit)."""
         if self.process.poll() is None and not self._interrupted:
             self._interrupted = True
-            self.process.send_signal(signal.SIGINT)
+            os.killpg(self.process.pid, signal.SIGINT)
 
     def interrupt(self, timeout_s: float = 30.0) -> Optional[int]:
         """Ctrl-C, and wait for the command to end."""
@@ -90,6 +93,10 @@ class Background:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5.0)
+        try:  # whatever of its group outlived the command itself (nothing, normally)
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self._reader.join(5.0)
 
 
@@ -157,3 +164,8 @@ def _default_sigint() -> None:
     # Started from a background job, a process inherits SIGINT ignored: `ros2 launch` would then
     # never stop on the test's Ctrl-C, nor pass it on to its nodes.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _own_group() -> None:
+    os.setpgid(0, 0)
+    _default_sigint()

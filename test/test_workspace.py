@@ -1,0 +1,63 @@
+"""scripts/workspace.sh as a user with a second terminal meets it: a command finds nothing to rebuild
+and starts at once, waits for a build in progress rather than racing it, and finds the package's
+own commands on PATH."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = str(ROOT / "scripts" / "workspace.sh")
+LOCK = ROOT / ".ws" / ".lock"
+
+pytestmark = pytest.mark.skipif(not (ROOT / ".ws" / "install").is_dir(),
+                                reason="no workspace build (.ws/install): run through scripts/workspace.sh")
+
+
+def workspace(*args: str, timeout_s: float = 600.0) -> subprocess.CompletedProcess:
+    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=timeout_s)
+
+
+def test_a_command_with_nothing_changed_does_not_rebuild():
+    started = time.monotonic()
+    ran = workspace("run", "true")
+    took = time.monotonic() - started
+    assert ran.returncode == 0, ran.stderr
+    assert "colcon build" not in ran.stderr, "rebuilt with nothing changed"
+    assert took < 5.0, f"{took:.1f}s to start a command with nothing to build"
+
+
+@pytest.mark.skipif(shutil.which("flock") is None, reason="flock (util-linux) not installed: no build lock")
+def test_a_command_waits_for_a_build_in_progress_instead_of_racing_it():
+    # Hold the workspace's lock, as a build in progress in another terminal does (in a process
+    # group of its own, ended whole below).
+    holder = subprocess.Popen(["flock", str(LOCK), "sh", "-c", "echo held; exec sleep 60"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        waiting = subprocess.Popen([SCRIPT, "run", "echo", "ran"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(3.0)  # it would be done in a fraction of that without the lock
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(5.0)
+    out, err = waiting.communicate(timeout=120.0)
+    assert waiting.returncode == 0, err
+    assert out.strip() == "ran"
+
+
+def test_sequence_ai_and_ros2_are_on_path_in_the_workspace():
+    for command in ("sequence-ai", "seqai"):
+        shown = workspace("run", command, "--help")
+        assert shown.returncode == 0, shown.stderr
+        assert "serve" in shown.stdout
+    found = workspace("run", "sh", "-c", "command -v sequence-ai")
+    assert found.stdout.strip() == os.path.join(ROOT, ".ws", "install", "sequence_ai_ros", "bin", "sequence-ai")
