@@ -51,6 +51,12 @@ class GoalRun:
         self._interrupt()  # again on a repeat: run() clears the flag when it starts
         return first
 
+    def interrupt_again(self) -> None:
+        """Interrupt once more if stopping: run() clears the flag when it starts, so a stop that came
+        just before it would otherwise wait for the next observation (the control tick calls this)."""
+        if self._reason is not None:
+            self._interrupt()
+
     def check(self) -> None:
         """RunStopped once the run is stopping (a callback of the loop calls it)."""
         if self._reason is not None:

@@ -149,9 +149,8 @@ class PolicyNode(Node):
                 self.arm.publisher.publish(command, 1.0 / self.control_hz)
         self.arm.published_this_tick = 0
         if running:
-            if run.stop_reason is not None:
-                self.policy.interrupt()  # again: a run that had not started yet cleared it
-            elif self.run_clock.expired():
+            run.interrupt_again()
+            if run.stop_reason is None and self.run_clock.expired():
                 run.stop("timeout")
         self.ticks.tick()
 

@@ -1,0 +1,157 @@
+"""The node's run bookkeeping on its own: how a run stops (GoalRun), which goal holds the slot
+(GoalSlot), the sim-time bound (RunClock), what the companions inherit of the process's ROS
+arguments, and how the client's outcome and progress become the node's."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from sequence_ai import RunOutcome
+from sequence_ai_ros.companions import companion_arguments
+from sequence_ai_ros.goal_run import GoalRun, GoalSlot, RunStopped
+from sequence_ai_ros.outcome import as_reported, feedback_message
+from sequence_ai_ros.run_clock import SIM_TIME_WALL_MARGIN_S, RunClock
+from sequence_ai_ros.timeline import held_spans
+
+pytestmark = pytest.mark.ros
+
+
+class Interrupts:
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self):
+        self.count += 1
+
+
+def test_the_first_stop_reason_wins_and_every_stop_interrupts():
+    interrupts = Interrupts()
+    run = GoalRun("handle", "pick up the cup", interrupts)
+    run.check()  # running: nothing raised
+    assert run.stop("estop") and not run.stop("interrupted")
+    assert run.stop_reason == "estop" and interrupts.count == 2
+    with pytest.raises(RunStopped):
+        run.check()
+    run.interrupt_again()
+    assert interrupts.count == 3
+
+
+def test_no_command_goes_out_once_a_run_is_stopping_and_stop_waits_for_one_going_out():
+    run = GoalRun("handle", "pick up the cup", Interrupts())
+    publishing, release, stopped = threading.Event(), threading.Event(), threading.Event()
+
+    def publish():
+        with run.publishing():
+            publishing.set()
+            release.wait(5.0)
+
+    publisher = threading.Thread(target=publish)
+    publisher.start()
+    assert publishing.wait(5.0)
+    stopper = threading.Thread(target=lambda: (run.stop("estop"), stopped.set()))
+    stopper.start()
+    assert not stopped.wait(0.2), "stop() returned while a command was going out"
+    release.set()
+    assert stopped.wait(5.0)
+    publisher.join(5.0)
+    stopper.join(5.0)
+    with pytest.raises(RunStopped), run.publishing():
+        pytest.fail("published after the stop")
+
+
+def test_busy_policy_reject_holds_the_slot_from_acceptance_to_the_end():
+    slot = GoalSlot(preempt=False, interrupt=Interrupts())
+    assert slot.reserve() and not slot.reserve()
+    run = slot.claim("first", "pick up the cup", lambda r: None, wait_s=1.0)
+    assert slot.run is run and slot.driving is run and not slot.reserve()
+    run.held.set()
+    assert slot.driving is None, "a run that has held is not driving"
+    slot.release(run)
+    assert slot.run is None and slot.reserve()
+
+
+def test_busy_policy_preempt_stops_the_running_goal_and_takes_the_slot_once_it_ended():
+    slot = GoalSlot(preempt=True, interrupt=Interrupts())
+    first = slot.claim("first", "pick up the cup", lambda r: None, wait_s=1.0)
+    ended = threading.Timer(0.2, lambda: slot.release(first))
+    ended.start()
+    begun = []
+    second = slot.claim("second", "open the drawer", begun.append, wait_s=5.0)
+    assert first.stop_reason == "interrupted" and slot.run is second and begun == [second]
+    timed_out = slot.claim("third", "wave", begun.append, wait_s=0.1)  # second never ends
+    assert timed_out is None and slot.run is second and second.stop_reason == "interrupted"
+
+
+def test_sim_time_bound_counts_from_the_first_clock_message_and_ends_the_goal():
+    now = [0.0]
+    clock = RunClock(lambda: now[0], sim_time=True)
+    assert clock.start(2.0) == 2.0 + SIM_TIME_WALL_MARGIN_S  # the client's wall bound: a safety net
+    assert not clock.expired() and clock.elapsed_s() is None  # no /clock yet
+    now[0] = 100.0
+    assert not clock.expired()  # starts counting here
+    now[0] = 101.5
+    assert not clock.expired() and clock.elapsed_s() == pytest.approx(1.5)
+    now[0] = 102.0
+    assert clock.expired()
+    assert clock.finish() == pytest.approx(2.0) and clock.elapsed_s() is None and not clock.expired()
+
+
+def test_wall_clock_runs_leave_the_bound_to_the_client():
+    clock = RunClock(time.monotonic, sim_time=False)
+    assert clock.start(3.0) == 3.0
+    assert not clock.expired() and clock.finish() is None
+
+
+def test_companions_take_the_process_ros_arguments_but_not_its_node_name():
+    argv = ["policy_node", "--ros-args", "--log-level", "info", "--ros-args", "-r", "__node:=left_policy",
+            "-r", "__ns:=/left_arm", "--params-file", "/tmp/p.yaml", "-r", "joint_states:=/arm/joints",
+            "--remap", "left_policy:__node:=x", "-r", "__name:=y", "-p", "use_sim_time:=true", "--", "extra"]
+    assert companion_arguments(argv) == [
+        "--ros-args", "--log-level", "info", "-r", "__ns:=/left_arm", "--params-file", "/tmp/p.yaml",
+        "-r", "joint_states:=/arm/joints", "-p", "use_sim_time:=true",
+    ]
+    assert companion_arguments(["policy_node"]) == []
+
+
+def outcome(**fields) -> RunOutcome:
+    return RunOutcome(**{"actions": 30, "chunks": 4, "elapsed_s": 2.0, "reason": "interrupted", **fields})
+
+
+def test_the_goals_own_instruction_is_not_a_swap():
+    seeded = as_reported(outcome(instruction_swaps=1, max_instruction_lag_s=0.8), reason="shutdown",
+                         elapsed_s=None, seeded=True)
+    assert seeded.instruction_swaps == 0 and seeded.max_instruction_lag_s is None and seeded.reason == "shutdown"
+    changed = as_reported(outcome(instruction_swaps=2, max_instruction_lag_s=0.3), reason="timeout",
+                          elapsed_s=2.5, seeded=True)
+    assert changed.instruction_swaps == 1 and changed.max_instruction_lag_s == 0.3 and changed.elapsed_s == 2.5
+    same = as_reported(outcome(instruction_swaps=1), reason="timeout", elapsed_s=None, seeded=False)
+    assert same.instruction_swaps == 1, "the latch already held the goal's instruction: a swap is a change"
+
+
+def progress(**fields):
+    base = dict(running=True, actions=0, chunks=0, buffered=0, elapsed_s=0.0, underruns=0, instruction=None,
+                warming=False, warming_eta_s=None)
+    return SimpleNamespace(**{**base, **fields})
+
+
+def test_feedback_is_the_goals_own_until_its_run_observed_and_acted():
+    stale = progress(actions=40, chunks=5, elapsed_s=3.0, instruction="the last goal's")
+    before = feedback_message(stale, started=False, instruction="pick up the cup", elapsed_s=None)
+    assert (before.actions, before.chunks, before.elapsed_s, before.instruction) == (0, 0, 0.0, "pick up the cup")
+    assert math.isnan(before.warming_eta_s)
+    first = feedback_message(progress(elapsed_s=0.4), started=True, instruction="pick up the cup", elapsed_s=None)
+    assert first.instruction == "pick up the cup" and first.elapsed_s == pytest.approx(0.4)
+    later = feedback_message(progress(actions=9, chunks=2, elapsed_s=1.0, instruction="open the drawer"),
+                             started=True, instruction="pick up the cup", elapsed_s=0.5)
+    assert (later.actions, later.instruction, later.elapsed_s) == (9, "open the drawer", 0.5)
+
+
+def test_held_time_is_every_gap_longer_than_one_and_a_half_periods():
+    period = 1 / 15
+    times = [0.0, period, 2 * period, 2 * period + 0.5, 2 * period + 0.5 + period]
+    assert held_spans(times, 15.0) == [(pytest.approx(3 * period), pytest.approx(2 * period + 0.5))]
