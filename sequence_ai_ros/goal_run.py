@@ -27,12 +27,12 @@ class GoalRun:
 
     def __init__(self, goal_handle: Any, instruction: str, interrupt: Callable[[], None]):
         self.goal_handle = goal_handle
-        self.instruction = instruction  # the goal's own; ~/set_instruction changes go to the policy
+        self.instruction = instruction  # the goal's own (run(instruction=): in force, not a swap)
         self.held = threading.Event()  # the run's one hold went out
         self.started = False  # the loop took its first observation
-        # Whether seeding the goal's instruction changed the policy's: the client then counts the
-        # seed as a swap (WIRE §7.11), which the node's outcome leaves out.
-        self.seeded = False
+        # A ~/set_instruction change asked for before the run began (run() puts the goal's own in
+        # force when it starts): it goes with the first request.
+        self.requested: Optional[str] = None
         self._interrupt = interrupt
         self._lock = threading.Lock()
         self._reason: Optional[str] = None

@@ -214,9 +214,7 @@ class PolicyNode(Node):
             self.goals.release(run)
 
     def _begin(self, run: GoalRun) -> None:
-        """A run begins (the slot locked): its instruction is the one in force."""
-        run.seeded = self.policy.instruction != run.instruction
-        self.policy.set_instruction(run.instruction)
+        """A run begins (the slot locked)."""
         self.arm.begin_run(run.instruction)
 
     def _drive(self, run: GoalRun, goal: Any) -> Any:
@@ -230,7 +228,11 @@ class PolicyNode(Node):
 
         def observe() -> Any:
             run.check()  # a stop that came before run() began (it clears the interrupt flag)
-            run.started = True
+            if not run.started:
+                with self.goals.locked():  # run() has put the goal's instruction in force
+                    run.started = True
+                    if run.requested is not None:
+                        self.policy.set_instruction(run.requested)
             return self.arm.observe()
 
         def hold() -> None:
@@ -250,7 +252,7 @@ class PolicyNode(Node):
                 prefetch=c.prefetch, lookahead=c.lookahead or "auto", stitch="none" if c.dry_run else c.stitch,
                 smooth_seam=c.smooth_seam,
                 startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
-                progress=False,
+                progress=False, instruction=run.instruction,
             )
             reason = outcome.reason
             if reason == "validate":
@@ -268,7 +270,7 @@ class PolicyNode(Node):
         if outcome is None:
             outcome = getattr(self.policy, "last_outcome", None)
         if outcome is not None:
-            outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed, seeded=run.seeded)
+            outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed)
         if not message and outcome is not None:
             message = str(outcome)
         return self._finish(run.goal_handle, outcome, reason, message, held=run.held.is_set(),
@@ -292,20 +294,23 @@ class PolicyNode(Node):
     # -- services: both act on the running goal; with none they refuse and change nothing --------
     def _on_set_instruction(self, request: Any, response: Any) -> Any:
         text = request.instruction
-        response.previous = self.policy.instruction or ""
         response.accepted = False
-        if not text.strip():
-            response.message = "instruction is empty; the instruction in force is unchanged"
-            return response
-        with self.goals.locked() as run:  # never between a goal's claim and its own instruction
+        with self.goals.locked() as run:  # not while the run's first observation takes its instruction
             if run is None:
-                response.message = NO_RUN
+                response.previous, response.message = self.policy.instruction or "", NO_RUN
+                return response
+            response.previous = (self.policy.instruction if run.started else run.requested or run.instruction) or ""
+            if not text.strip():
+                response.message = "instruction is empty; the instruction in force is unchanged"
                 return response
             response.accepted = True
             if text == response.previous:
                 response.message = "same instruction, ignored"
                 return response
-            self.policy.set_instruction(text)
+            if run.started:
+                self.policy.set_instruction(text)
+            else:
+                run.requested = text
             self.arm.instruction = text
         self.instruction_pub.publish(String(data=text))
         return response

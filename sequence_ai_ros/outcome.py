@@ -70,18 +70,13 @@ def end_goal(goal_handle: Any, terminal: str) -> None:
         goal_handle.abort()
 
 
-def as_reported(outcome: Any, *, reason: str, elapsed_s: Optional[float], seeded: bool) -> Any:
+def as_reported(outcome: Any, *, reason: str, elapsed_s: Optional[float]) -> Any:
     """The client's RunOutcome as the node reports it: the node's reason (a stop the node decided,
-    e.g. shutdown, where the client saw an interrupt), the run's length in ROS time under sim time
-    (`elapsed_s`), and only the instruction changes made during the goal: the client counts the
-    goal's own instruction as a swap when it `seeded` a different one (WIRE §7.11)."""
+    e.g. shutdown, where the client saw an interrupt) and, under sim time, the run's length in ROS
+    time (`elapsed_s`)."""
     changes: dict = {"reason": reason} if reason else {}
     if elapsed_s is not None:
         changes["elapsed_s"] = elapsed_s
-    if seeded and outcome.instruction_swaps > 0:
-        changes["instruction_swaps"] = outcome.instruction_swaps - 1
-        if changes["instruction_swaps"] == 0:
-            changes["max_instruction_lag_s"] = None  # the seed's own lag is no change's
     return dataclasses.replace(outcome, **changes) if changes else outcome
 
 

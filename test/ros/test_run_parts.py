@@ -122,15 +122,12 @@ def outcome(**fields) -> RunOutcome:
     return RunOutcome(**{"actions": 30, "chunks": 4, "elapsed_s": 2.0, "reason": "interrupted", **fields})
 
 
-def test_the_goals_own_instruction_is_not_a_swap():
-    seeded = as_reported(outcome(instruction_swaps=1, max_instruction_lag_s=0.8), reason="shutdown",
-                         elapsed_s=None, seeded=True)
-    assert seeded.instruction_swaps == 0 and seeded.max_instruction_lag_s is None and seeded.reason == "shutdown"
-    changed = as_reported(outcome(instruction_swaps=2, max_instruction_lag_s=0.3), reason="timeout",
-                          elapsed_s=2.5, seeded=True)
-    assert changed.instruction_swaps == 1 and changed.max_instruction_lag_s == 0.3 and changed.elapsed_s == 2.5
-    same = as_reported(outcome(instruction_swaps=1), reason="timeout", elapsed_s=None, seeded=False)
-    assert same.instruction_swaps == 1, "the latch already held the goal's instruction: a swap is a change"
+def test_the_outcome_carries_the_nodes_reason_and_the_ros_time_length():
+    stopped = as_reported(outcome(instruction_swaps=1), reason="shutdown", elapsed_s=None)
+    assert stopped.reason == "shutdown" and "shutdown" in str(stopped) and stopped.elapsed_s == 2.0
+    assert stopped.instruction_swaps == 1
+    simulated = as_reported(outcome(reason="timeout"), reason="timeout", elapsed_s=4.0)
+    assert simulated.elapsed_s == 4.0 and simulated.reason == "timeout"
 
 
 def progress(**fields):
