@@ -101,7 +101,7 @@ def summary_lines(record: RunRecord) -> List[str]:
             parts.append(outcome.message)
         lines.append(", ".join(parts))
     lines.append("topics:")
-    lines.extend(f"  {topic:<40} {count:>6}  {schema}" for topic, (schema, count) in record.topics.items())
+    lines.extend(f"  {topic:<50} {count:>6}  {schema}" for topic, (schema, count) in record.topics.items())
     return lines
 
 

@@ -41,8 +41,8 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
         names = list(record.run.joint_names) if record.run is not None else []
         for j in range(width):
             label = names[j] if len(names) == width else (f"joint {j + 1}" if j < 7 else f"gripper {j - 6}")
-            ax.plot(times, [c.values[j] for c in commands], lw=1.1, label=label)
-        ax.legend(loc="upper right", fontsize=7, ncol=4)
+            ax.plot(times, [c.values[j] for c in commands], lw=1.1, label=label, drawstyle="steps-post")
+        ax.legend(loc="lower right", fontsize=7, ncol=4)
     for seam in summary.seams_s:
         ax.axvline(seam, color="0.6", lw=0.6, zorder=0)
     for begin, end, _reason in summary.held:
