@@ -9,20 +9,12 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
-from _runs import JOINTS, VIEWS, scripted_run
+from _runs import JOINTS, VIEWS
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 from sequence_ai.recording import Recorder, read_run
 from sequence_ai.recording.messages import camera_topic
-
-
-@pytest.fixture
-def recorded(tmp_path):
-    path = tmp_path / "run.mcap"
-    with Recorder(path) as recorder:
-        sent = scripted_run(recorder)
-    return path, sent, recorder
 
 
 def _decoded(path: Path):

@@ -10,23 +10,13 @@ import pytest
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
 
-from _runs import scripted_run
-
 from sequence_ai import cli
-from sequence_ai.recording import Recorder, read_run
+from sequence_ai.recording import read_run
 from sequence_ai.recording.summary import summarize
 
 
-@pytest.fixture
-def recorded(tmp_path):
-    path = tmp_path / "run.mcap"
-    with Recorder(path) as recorder:
-        sent = scripted_run(recorder)
-    return path, sent
-
-
 def test_replay_prints_the_summary_and_writes_the_timeline(recorded, capsys):
-    path, sent = recorded
+    path, sent, _ = recorded
     assert cli.main(["replay", str(path)]) == 0
     out = capsys.readouterr().out
     assert f"{path}: complete" in out
@@ -46,7 +36,7 @@ def test_replay_prints_the_summary_and_writes_the_timeline(recorded, capsys):
 
 
 def test_the_summary_finds_seams_held_time_and_instruction_changes(recorded):
-    path, sent = recorded
+    path, sent, _ = recorded
     summary = summarize(read_run(path))
     commands = read_run(path).commands
     first_of = [next((c.t_ns - commands[0].t_ns) for c in commands if c.rid == rid) for rid in sent.rids]
@@ -86,7 +76,7 @@ print("replay exit", sequence_ai.cli.main(["replay", sys.argv[1], "--no-plot"]))
 
 
 def test_the_client_works_without_the_record_extra(recorded):
-    path, _ = recorded
+    path, _, _ = recorded
     probe = subprocess.run([sys.executable, "-c", _WITHOUT_MCAP, str(path)], capture_output=True, text=True,
                            timeout=60)
     assert probe.returncode == 0, probe.stderr
