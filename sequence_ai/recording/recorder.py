@@ -5,7 +5,7 @@
         rec.observation(rid, wire_observation)        # the frames and joints as sent
         rec.request(rid, instruction, actions_at_submit=0)
         rec.answer(rid, steps, sent_t=..., latency_s=..., action_space=..., control_hz=...)
-        rec.command(row, rid=rid, row_index=0, action_index=0)
+        rec.command(row, rid=rid, row_index=0)
         rec.hold("underrun")
         rec.outcome(run_outcome)
 
@@ -105,6 +105,8 @@ class Recorder:
     def observation(self, rid: str, observation: Mapping[str, Any], t: Optional[float] = None) -> None:
         """What request `rid` sent, in wire form (`images` as base64 or bytes, `proprioception`).
         The frames may be dropped when the disk falls behind; the joint state never is."""
+        if self._sink.closed:
+            return
         try:
             log_ns = self.stamp_ns(t)
             if not isinstance(observation, Mapping):
@@ -149,11 +151,14 @@ class Recorder:
         `sequence_ai.outcome` metadata. The frame counts are the recording's own."""
         fields = m.outcome_fields(outcome, message, self._sink.frames_recorded, self._sink.frames_dropped)
         self._queue(m.outcome, self.stamp_ns(t), fields)
-        self._queue(m.metadata, "sequence_ai.outcome", lambda: {k: str(v) for k, v in fields.items()})
+        self._queue(m.metadata, "sequence_ai.outcome",
+                    lambda: {k: "" if v is None else str(v) for k, v in fields.items()})
 
     # -- internals -------------------------------------------------------------------------------
 
     def _queue(self, build: Any, *args: Any) -> None:
+        if self._sink.closed:
+            return  # nothing drains the queue any more
         try:
             self._sink.put(build, *args)
         except Exception as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-__all__ = ["SCHEMAS", "schema_text"]
+__all__ = ["ros_name", "schema_text"]
 
 _SEPARATOR = "=" * 80
 
@@ -92,5 +92,3 @@ def ros_name(name: str) -> str:
     package, type_name = name.split("/")
     return f"{package}/msg/{type_name}"
 
-
-SCHEMAS = tuple(_DEFINITIONS)
