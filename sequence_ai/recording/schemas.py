@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-__all__ = ["ros_name", "schema_text"]
+__all__ = ["definition", "ros_name", "schema_text"]
 
 _SEPARATOR = "=" * 80
 
@@ -76,6 +76,11 @@ _DEFINITIONS: Dict[str, Tuple[str, List[str]]] = {
         "uint32 frames_recorded\nuint32 frames_dropped\n",
         ["std_msgs/Header", "builtin_interfaces/Time"]),
 }
+
+
+def definition(name: str) -> str:
+    """The type's own `.msg` text, without the types it uses."""
+    return _DEFINITIONS[name][0]
 
 
 def schema_text(name: str) -> str:

@@ -1,8 +1,10 @@
 """Where recorded messages go: a bounded queue, drained into a chunked MCAP file by a thread of its own.
 
-The thread that drives the robot only appends to the queue (no encoding, no I/O). Camera frames
-are the one thing that may be dropped: while the frames already queued exceed `max_pending_bytes`
-(the disk cannot keep up), new frames are counted and dropped. Everything else — requests,
+The thread that drives the robot only appends to the queue (no encoding, no I/O); the writer
+thread runs under SCHED_BATCH like the client's refill threads, and hands the GIL back at least
+every 0.5 ms while it works. Camera frames are the one thing that may be dropped: while the
+frames already queued exceed `max_pending_bytes` (the disk cannot keep up), new frames are
+counted and dropped. Everything else — requests,
 chunks, commands, holds, the outcome — is always queued.
 
 The file is written in MCAP chunks, and the chunk in progress is closed and flushed to the OS at
@@ -19,7 +21,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Deque, Dict, Optional, Tuple
 
+from .._fetch import background_thread
 from .._version import __version__
+from .cdr import encoder_for
 from .schemas import ros_name, schema_text
 
 __all__ = ["RecordSink", "RecordingStats", "require_mcap"]
@@ -29,6 +33,7 @@ log = logging.getLogger("sequence_ai.recording")
 # build(*args) -> [(topic, schema name, message dict, log time ns)] or ("metadata", name, {str: str})
 Build = Callable[..., Any]
 METADATA = "metadata"
+YIELD_AFTER_S = 0.0005  # the longest the writer holds the GIL in one go while it has work
 
 
 def require_mcap() -> None:
@@ -122,6 +127,7 @@ class RecordSink:
     # -- the writer thread ---------------------------------------------------------------------
 
     def _drain_forever(self) -> None:
+        background_thread()  # SCHED_BATCH: a woken writer never preempts the driving thread
         last_flush = time.monotonic()
         try:
             while True:
@@ -137,6 +143,7 @@ class RecordSink:
 
     def _drain(self) -> None:
         queue = self._queue
+        worked_since = time.perf_counter()
         while queue:
             build, args, nbytes = queue.popleft()
             try:
@@ -149,6 +156,11 @@ class RecordSink:
                 if nbytes:
                     with self._lock:
                         self._pending_bytes -= nbytes
+            if time.perf_counter() - worked_since > YIELD_AFTER_S:
+                # Hand the GIL over: a driving thread woken for its tick takes it now instead of
+                # waiting for this burst to end (or for the interpreter's 5 ms switch interval).
+                time.sleep(0)
+                worked_since = time.perf_counter()
 
     def _write(self, built: Any) -> None:
         if built and built[0] == METADATA:
@@ -160,13 +172,10 @@ class RecordSink:
             self.messages += 1
 
     def _open_channel(self, topic: str, schema_name: str) -> Tuple[int, Callable[[Any], bytes]]:
-        from mcap_ros2._dynamic import serialize_dynamic  # the CDR encoder mcap_ros2's own Writer uses
-
         if schema_name not in self._encoders:
-            text = schema_text(schema_name)
-            self._schema_ids[schema_name] = self._writer.register_schema(ros_name(schema_name), self._schema_encoding,
-                                                                         text.encode())
-            self._encoders[schema_name] = serialize_dynamic(ros_name(schema_name), text)[ros_name(schema_name)]
+            self._schema_ids[schema_name] = self._writer.register_schema(
+                ros_name(schema_name), self._schema_encoding, schema_text(schema_name).encode())
+            self._encoders[schema_name] = encoder_for(schema_name)
         channel_id = self._writer.register_channel(topic, self._cdr, self._schema_ids[schema_name])
         channel = self._channels[topic] = (channel_id, self._encoders[schema_name])
         return channel
