@@ -168,10 +168,17 @@ _OUTCOME = ("reason", "actions", "chunks", "elapsed_s", "underruns", "underrun_s
             "action_space", "instruction_swaps", "max_instruction_lag_s", "observe_s")
 
 
-def outcome_fields(outcome: Any, message: str, frames_recorded: int, frames_dropped: int) -> Dict[str, Any]:
+def outcome_fields(outcome: Any, message: str, held: Optional[bool], final_instruction: Optional[str],
+                   frames_recorded: int, frames_dropped: int) -> Dict[str, Any]:
+    """A sequence_ai.RunOutcome, or the node's RunOutcome message (which has message, held and
+    final_instruction of its own), as the fields of our RunOutcome, in its order."""
     fields = {name: getattr(outcome, name, None) for name in _OUTCOME}
     fields["reason"] = str(fields["reason"] or "")
-    fields.update(stopped_early=fields["reason"] != "completed", message=message, frames_recorded=frames_recorded,
+    held = getattr(outcome, "held", None) if held is None else held
+    final_instruction = getattr(outcome, "final_instruction", None) if final_instruction is None else final_instruction
+    fields.update(stopped_early=fields["reason"] != "completed", message=message or getattr(outcome, "message", ""),
+                  held=fields["reason"] != "completed" if held is None else held,
+                  final_instruction=final_instruction or "", frames_recorded=frames_recorded,
                   frames_dropped=frames_dropped)
     return fields
 
@@ -179,9 +186,9 @@ def outcome_fields(outcome: Any, message: str, frames_recorded: int, frames_drop
 def outcome(log_ns: int, fields: Mapping[str, Any]) -> Built:
     message: Dict[str, Any] = {"header": header(log_ns)}
     for name, value in fields.items():
-        if name in ("reason", "message", "action_space"):
+        if name in ("reason", "message", "action_space", "final_instruction"):
             message[name] = value or ""
-        elif name == "stopped_early":
+        elif name in ("stopped_early", "held"):
             message[name] = bool(value)
         elif name.endswith("_s") or name == "max_seam_jump":
             message[name] = _nan(value)

@@ -146,10 +146,13 @@ class Recorder:
         """A RunProgress (or anything with its fields), e.g. each action-feedback message."""
         self._queue(m.progress, self.stamp_ns(t), m.progress_fields(progress))
 
-    def outcome(self, outcome: Any, *, message: str = "", t: Optional[float] = None) -> None:
-        """How the run ended (a RunOutcome, or anything with its fields); also the file's
-        `sequence_ai.outcome` metadata. The frame counts are the recording's own."""
-        fields = m.outcome_fields(outcome, message, self._sink.frames_recorded, self._sink.frames_dropped)
+    def outcome(self, outcome: Any, *, message: str = "", held: Optional[bool] = None,
+                final_instruction: Optional[str] = None, t: Optional[float] = None) -> None:
+        """How the run ended: a RunOutcome, or the node's RunOutcome message (anything with their
+        fields); also the file's `sequence_ai.outcome` metadata. `held` defaults to the
+        outcome's own, else "every ending but completed". The frame counts are the recording's own."""
+        fields = m.outcome_fields(outcome, message, held, final_instruction, self._sink.frames_recorded,
+                                  self._sink.frames_dropped)
         self._queue(m.outcome, self.stamp_ns(t), fields)
         self._queue(m.metadata, "sequence_ai.outcome",
                     lambda: {k: "" if v is None else str(v) for k, v in fields.items()})

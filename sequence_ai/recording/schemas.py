@@ -72,6 +72,7 @@ _DEFINITIONS: Dict[str, Tuple[str, List[str]]] = {
         "std_msgs/Header header\nstring reason\nbool stopped_early\nstring message\nuint32 actions\nuint32 chunks\n"
         "float64 elapsed_s\nuint32 underruns\nfloat64 underrun_s\nuint32 episode_resets\nfloat64 max_seam_jump\n"
         "string action_space\nuint32 instruction_swaps\nfloat64 max_instruction_lag_s\nfloat64 observe_s\n"
+        "# whether a hold ended the run, and the instruction in force at the end\nbool held\nstring final_instruction\n"
         "# camera frames written to the file, and dropped because the disk could not keep up\n"
         "uint32 frames_recorded\nuint32 frames_dropped\n",
         ["std_msgs/Header", "builtin_interfaces/Time"]),

@@ -22,7 +22,7 @@ def _every_message():
     """One built message of every kind, with the awkward cases: empty arrays, odd-length strings
     before 8-byte fields, NaN, non-ASCII text."""
     outcome = m.outcome_fields(RunOutcome(actions=3, chunks=1, elapsed_s=0.5, reason="timeout", max_seam_jump=None),
-                               "délai", 2, 1)
+                               "délai", None, "pick", 2, 1)
     built = [
         *m.run_started(NS, "pi05-droid", "e", None, ("a", "bc"), ("wrist",), "{}"),
         *m.instruction(NS, "prends le cube rouge"),

@@ -166,3 +166,17 @@ def test_a_bad_event_is_logged_never_raised(tmp_path, caplog):
     assert "recording an event failed" in caplog.text
     record = read_run(tmp_path / "bad.mcap")
     assert record.complete and [c.values for c in record.commands] == [(1.0, 2.0)]
+
+
+def test_the_nodes_run_outcome_message_is_recorded_with_its_own_fields(tmp_path):
+    msg = pytest.importorskip("sequence_ai_ros.msg", reason="needs the built ROS workspace")
+    ros_outcome = msg.RunOutcome(reason="stale_input", stopped_early=True, message="camera wrist is 0.6 s old",
+                                 actions=42, chunks=6, elapsed_s=3.5, underruns=1, underrun_s=0.2,
+                                 max_instruction_lag_s=math.nan, max_seam_jump=0.03, held=True,
+                                 action_space="joint_position", model="pi05-droid", final_instruction="pick")
+    with Recorder(tmp_path / "node.mcap") as recorder:
+        recorder.outcome(ros_outcome)
+    outcome = read_run(tmp_path / "node.mcap").outcome
+    assert (outcome.reason, outcome.message, outcome.actions, outcome.chunks, outcome.held,
+            outcome.final_instruction) == ("stale_input", "camera wrist is 0.6 s old", 42, 6, True, "pick")
+    assert math.isnan(outcome.max_instruction_lag_s) and outcome.max_seam_jump == pytest.approx(0.03)
