@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from .reader import RunRecord
-from .summary import summarize
+from .summary import RunSummary, summarize
 
 __all__ = ["plot_timeline"]
 
@@ -66,17 +66,18 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     bx.set_ylim(bottom=0)
     bx.set_xlabel("seconds since the run started (held: shaded, seams: grey)")
     ax.set_ylabel("command")
-    ax.set_title(title or _title(record))
+    ax.set_title(title or _title(record, summary), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def _title(record: RunRecord) -> str:
+def _title(record: RunRecord, summary: RunSummary) -> str:
     model = record.run.model if record.run is not None else "run"
     outcome = record.outcome
-    if outcome is None:
-        return f"{model}: {len(record.commands)} actions (no outcome in the file)"
-    return (f"{model}: {outcome.actions} actions, {outcome.chunks} chunks, {outcome.underruns} underruns, "
+    head = (f"{model}: {len(record.commands)} actions (no outcome in the file)" if outcome is None else
+            f"{model}: {outcome.actions} actions, {outcome.chunks} chunks, {outcome.underruns} underruns, "
             f"reason {outcome.reason}")
+    share = f" ({100 * summary.held_s / summary.duration_s:.0f} %)" if summary.duration_s > 0 else ""
+    return f"{head}\nheld {summary.held_s:.1f} s of {summary.duration_s:.1f} s{share}"
