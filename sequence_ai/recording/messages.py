@@ -42,6 +42,11 @@ def camera_topic(view: str) -> str:
     return f"{CAMERA_PREFIX}{'v' + name if name[0].isdigit() else name}/compressed"
 
 
+def field_of(value: Any, name: str) -> Any:
+    """`name` of a wire-form mapping or of the client's dataclass (Observation, ImageFrame, ...)."""
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
 def header(log_ns: int, frame_id: str = "") -> Dict[str, Any]:
     return {"stamp": time_msg(log_ns), "frame_id": frame_id}
 
@@ -85,24 +90,24 @@ def image_format(data: bytes) -> str:
 def frames(log_ns: int, images: Sequence[Mapping[str, Any]]) -> Built:
     built: Built = []
     for frame in images:
-        data = _image_bytes(frame.get("data") or b"")
-        taken_ms = frame.get("timestamp_ms")
+        data = _image_bytes(field_of(frame, "data") or b"")
+        taken_ms = field_of(frame, "timestamp_ms")
         stamp_ns = int(taken_ms) * 1_000_000 if isinstance(taken_ms, (int, float)) and taken_ms > 0 else log_ns
-        view = str(frame.get("view") or "")
+        view = str(field_of(frame, "view") or "")
         message = {"header": header(stamp_ns, view), "format": image_format(data), "data": data}
         built.append((camera_topic(view), "sensor_msgs/CompressedImage", message, log_ns))
     return built
 
 
-def joint_state(log_ns: int, proprioception: Mapping[str, Any], joint_names: Sequence[str]) -> Built:
+def joint_state(log_ns: int, proprioception: Any, joint_names: Sequence[str]) -> Built:
     """JointState.position = joint_positions then the gripper values; names from run_started
     when they match in number, else joint_1.. and gripper_1.."""
-    joints = [float(v) for v in proprioception.get("joint_positions") or ()]
-    gripper = [float(v) for v in proprioception.get("gripper") or ()]
+    joints = [float(v) for v in field_of(proprioception, "joint_positions") or ()]
+    gripper = [float(v) for v in field_of(proprioception, "gripper") or ()]
     names = list(joint_names)
     if len(names) != len(joints) + len(gripper):
         names = [f"joint_{i + 1}" for i in range(len(joints))] + [f"gripper_{i + 1}" for i in range(len(gripper))]
-    velocities = proprioception.get("joint_velocities")
+    velocities = field_of(proprioception, "joint_velocities")
     message = {"header": header(log_ns), "name": names, "position": joints + gripper,
                "velocity": [float(v) for v in velocities] if velocities else [], "effort": []}
     return [(TOPICS["joints"], "sensor_msgs/JointState", message, log_ns)]

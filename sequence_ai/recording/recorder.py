@@ -43,7 +43,8 @@ class Recorder:
 
     def __init__(self, path: Union[str, os.PathLike, None] = None, *, stream: Optional[IO[bytes]] = None,
                  max_pending_bytes: int = 32 << 20, flush_interval_s: float = 1.0, chunk_size: int = 1 << 20,
-                 compression: str = "zstd"):
+                 compression: str = "zstd", joint_names: Sequence[str] = (), camera_views: Sequence[str] = (),
+                 extra: Optional[Mapping[str, Any]] = None):
         if (path is None) == (stream is None):
             raise ValueError("Recorder needs a path or a stream (one of them)")
         self.path = None if path is None else str(path)
@@ -58,7 +59,8 @@ class Recorder:
             if stream is None:
                 opened.close()
             raise
-        self._joint_names: Sequence[str] = ()
+        # run_started()'s defaults: the caller that knows them (the ROS node) sets them here
+        self._joint_names, self._views, self._extra = tuple(joint_names), tuple(camera_views), dict(extra or {})
         self._actions = 0
         self._warned = False
 
@@ -94,28 +96,31 @@ class Recorder:
     def run_started(self, *, model: str, episode_id: str = "", control_hz: Optional[float] = None,
                     joint_names: Sequence[str] = (), camera_views: Sequence[str] = (),
                     extra: Optional[Mapping[str, Any]] = None, t: Optional[float] = None) -> None:
-        self._joint_names = tuple(joint_names)
+        """Names the joint states' joints (`joint_names`, in the order of joint_positions then
+        gripper); anything not given falls back to what the Recorder was created with."""
+        self._joint_names = tuple(joint_names) or self._joint_names
         self._queue(m.run_started, self.stamp_ns(t), model, episode_id, control_hz, self._joint_names,
-                    tuple(camera_views), json.dumps(dict(extra or {}), default=str, sort_keys=True))
+                    tuple(camera_views) or self._views,
+                    json.dumps({**self._extra, **(extra or {})}, default=str, sort_keys=True))
 
     def instruction(self, text: str, t: Optional[float] = None) -> None:
         """The instruction was changed (set_instruction): when, and to what."""
         self._queue(m.instruction, self.stamp_ns(t), text)
 
-    def observation(self, rid: str, observation: Mapping[str, Any], t: Optional[float] = None) -> None:
-        """What request `rid` sent, in wire form (`images` as base64 or bytes, `proprioception`).
-        The frames may be dropped when the disk falls behind; the joint state never is."""
+    def observation(self, rid: str, observation: Any, t: Optional[float] = None) -> None:
+        """What request `rid` sent: an Observation, or its wire form (`images` with base64 or
+        bytes `data`, `proprioception`). Read on the recorder's thread, so it must not change
+        after (the client never changes one it sent). The frames may be dropped when the disk
+        falls behind; the joint state never is."""
         if self._sink.closed:
             return
         try:
             log_ns = self.stamp_ns(t)
-            if not isinstance(observation, Mapping):
-                observation = observation.to_wire()  # an Observation
-            images = observation.get("images") or ()
+            images = m.field_of(observation, "images") or ()
             if images:
-                nbytes = sum(len(frame.get("data") or b"") for frame in images)
+                nbytes = sum(len(m.field_of(frame, "data") or b"") for frame in images)
                 self._sink.put_frames(m.frames, (log_ns, tuple(images)), nbytes, len(images))
-            proprioception = observation.get("proprioception")
+            proprioception = m.field_of(observation, "proprioception")
             if proprioception:
                 self._sink.put(m.joint_state, log_ns, proprioception, self._joint_names)
         except Exception as exc:
@@ -170,7 +175,7 @@ class Recorder:
     def _stats_strings(self) -> Mapping[str, str]:
         stats = self._sink.stats()
         return {"frames_recorded": str(stats.frames_recorded), "frames_dropped": str(stats.frames_dropped),
-                "messages": str(stats.messages), "error": stats.error or ""}
+                "messages": str(stats.messages), "skipped": str(stats.skipped), "error": stats.error or ""}
 
     def _failed(self, exc: Exception) -> None:
         if not self._warned:

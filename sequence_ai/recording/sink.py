@@ -46,13 +46,20 @@ def require_mcap() -> None:
                           "pip install 'sequence-ai[record]'") from None
 
 
+class _Skipped(Exception):
+    """An event left out (already counted and logged)."""
+
+
 @dataclass(frozen=True)
 class RecordingStats:
-    """What a recording kept: frames written and dropped, messages written, and the first error."""
+    """What a recording kept: frames written and dropped, messages written, events left out
+    because they could not be encoded, and the first write error (after which nothing more is
+    written)."""
 
     frames_recorded: int
     frames_dropped: int
     messages: int
+    skipped: int = 0
     error: Optional[str] = None
 
 
@@ -86,6 +93,7 @@ class RecordSink:
         self.frames_recorded = 0
         self.frames_dropped = 0
         self.messages = 0
+        self.skipped = 0
         self.error: Optional[str] = None
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._drain_forever, name="sequence-ai-recorder", daemon=True)
@@ -109,7 +117,7 @@ class RecordSink:
         return True
 
     def stats(self) -> RecordingStats:
-        return RecordingStats(self.frames_recorded, self.frames_dropped, self.messages, self.error)
+        return RecordingStats(self.frames_recorded, self.frames_dropped, self.messages, self.skipped, self.error)
 
     def close(self, timeout_s: Optional[float] = None) -> RecordingStats:
         """Write everything queued, finish the file (summary and index) and close it."""
@@ -148,7 +156,9 @@ class RecordSink:
             build, args, nbytes = queue.popleft()
             try:
                 if self.error is None:
-                    self._write(build(*args))
+                    self._write(self._encoded(build, args))
+            except _Skipped:
+                pass
             except Exception as exc:  # a full disk, a closed stream: keep draining, report it
                 self.error = f"{type(exc).__name__}: {exc}"
                 log.error("recording stopped writing: %s", self.error)
@@ -162,13 +172,31 @@ class RecordSink:
                 time.sleep(0)
                 worked_since = time.perf_counter()
 
-    def _write(self, built: Any) -> None:
-        if built and built[0] == METADATA:
-            self._writer.add_metadata(built[1], built[2])
+    def _encoded(self, build: Build, args: tuple) -> Any:
+        """The event as metadata or as [(channel id, CDR bytes, log ns)]. An event that cannot be
+        built or encoded (a frame that is not base64, a value of the wrong type) is skipped and
+        counted: one bad event never costs the rest of the recording."""
+        try:
+            built = build(*args)
+            if built and built[0] == METADATA:
+                return built
+            encoded = []
+            for topic, schema_name, message, log_ns in built:
+                channel_id, encode = self._channels.get(topic) or self._open_channel(topic, schema_name)
+                encoded.append((channel_id, encode(message), log_ns))
+            return encoded
+        except Exception as exc:
+            self.skipped += 1
+            if self.skipped == 1:
+                log.error("a recorded event could not be encoded and was left out (%s: %s)", type(exc).__name__, exc)
+            raise _Skipped() from None
+
+    def _write(self, encoded: Any) -> None:
+        if encoded and encoded[0] == METADATA:
+            self._writer.add_metadata(encoded[1], encoded[2])
             return
-        for topic, schema_name, message, log_ns in built:
-            channel = self._channels.get(topic) or self._open_channel(topic, schema_name)
-            self._writer.add_message(channel[0], log_time=log_ns, data=channel[1](message), publish_time=log_ns)
+        for channel_id, data, log_ns in encoded:
+            self._writer.add_message(channel_id, log_time=log_ns, data=data, publish_time=log_ns)
             self.messages += 1
 
     def _open_channel(self, topic: str, schema_name: str) -> Tuple[int, Callable[[Any], bytes]]:

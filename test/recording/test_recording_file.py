@@ -161,11 +161,17 @@ def test_camera_topics_are_legal_ros_names():
 
 def test_a_bad_event_is_logged_never_raised(tmp_path, caplog):
     with Recorder(tmp_path / "bad.mcap") as recorder:
-        recorder.observation("r-1", object())  # neither a mapping nor an Observation
+        recorder.observation("r-1", {"images": [{"view": "wrist", "data": 5}]})  # a frame that is no image
         recorder.command([1.0, 2.0], rid="r-1", row_index=0)
-    assert "recording an event failed" in caplog.text
+        recorder.observation("r-2", {"images": [{"view": "wrist", "data": "%% not base64 %%"}]})
+        recorder.hold(None)  # not a string
+        recorder.command([3.0], rid="r-2", row_index=0)
+    assert "recording an event failed" in caplog.text and "could not be encoded" in caplog.text
+    stats = recorder.stats()
+    assert stats.skipped == 2 and stats.error is None
     record = read_run(tmp_path / "bad.mcap")
-    assert record.complete and [c.values for c in record.commands] == [(1.0, 2.0)]
+    assert record.complete and [c.values for c in record.commands] == [(1.0, 2.0), (3.0,)]
+    assert record.metadata["sequence_ai.recording"]["skipped"] == "2"
 
 
 def test_the_nodes_run_outcome_message_is_recorded_with_its_own_fields(tmp_path):

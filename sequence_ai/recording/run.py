@@ -1,0 +1,106 @@
+"""`run(..., record=...)`: the control loop's moments, turned into Recorder events.
+
+The loop calls these on its own thread at the moments that matter — a request sent, an answer
+installed or failed, an action played, a hold, the end — and `instruction()` comes from whichever
+thread calls set_instruction(). Each costs the loop a Recorder event (a deque append); what the
+loop objects hold is read here, never changed.
+
+`record` is a path (this run opens the file and closes it when the run ends) or a `Recorder` the
+caller owns (the ROS node: it adds feedback and its own outcome, then closes it).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Optional, Sequence
+
+from .recorder import Recorder
+
+__all__ = ["RunRecording"]
+
+CLOSE_WAIT_S = 10.0  # run() returns after this even if the disk is still behind (the file finishes later)
+
+
+class RunRecording:
+    def __init__(self, recorder: Recorder, *, owned: bool):
+        self.recorder = recorder
+        self.owned = owned
+        self._closed = False
+
+    @classmethod
+    def open(cls, target: Any) -> RunRecording:
+        """From run()'s `record` argument. Opens the file (OSError naming it if it cannot be
+        created) and needs the [record] extra (ImportError naming it) before the run starts."""
+        if isinstance(target, Recorder):
+            return cls(target, owned=False)
+        if isinstance(target, (str, os.PathLike)):
+            return cls(Recorder(target), owned=True)
+        raise TypeError(f"record must be a file path or a sequence_ai.recording.Recorder "
+                        f"(got {type(target).__name__})")
+
+    @property
+    def frames_dropped(self) -> int:
+        return self.recorder.frames_dropped
+
+    # -- the loop's moments ------------------------------------------------------------------
+
+    def started(self, *, model: str, episode_id: str, control_hz: Optional[float],
+                instruction: Optional[str]) -> None:
+        self.recorder.run_started(model=model, episode_id=episode_id, control_hz=control_hz)
+        if instruction is not None:
+            self.recorder.instruction(instruction)
+
+    def sent(self, flight: Any, instruction: Optional[str]) -> None:
+        """A request went out: `flight` is the loop's InFlight (rid, observation as sent, times)."""
+        rid, observation = flight.trace.rid, flight.observation
+        sent_at = flight.fetch.started_at
+        self.recorder.observation(rid, observation, t=flight.observed_at)
+        self.recorder.request(rid, instruction, actions_at_submit=flight.actions_at_submit, t=sent_at,
+                              views=_views(observation))
+
+    def answered(self, flight: Any, prediction: Any, rows: Sequence[Any]) -> None:
+        """The answer to `flight` was installed: `rows` are the stitched rows the loop will play."""
+        chunk = prediction.action_chunk
+        fetch = flight.fetch
+        arrived = fetch.finished_at if fetch.finished_at is not None else time.monotonic()
+        first_row = getattr(rows[0], "row", 0) if rows else 0
+        self.recorder.answer(flight.trace.rid, chunk.steps, sent_t=fetch.started_at, t=arrived,
+                             latency_s=arrived - fetch.started_at, action_space=chunk.action_space,
+                             control_hz=chunk.control_frequency_hz, first_row=first_row, rows_installed=len(rows),
+                             warnings=prediction.warnings)
+
+    def failed(self, flight: Any, error: BaseException) -> None:
+        """The request `flight` failed (the loop retries or ends the run; either way, it is recorded)."""
+        fetch = flight.fetch
+        arrived = fetch.finished_at if fetch.finished_at is not None else time.monotonic()
+        self.recorder.answer(flight.trace.rid, [], sent_t=fetch.started_at, t=arrived,
+                             latency_s=arrived - fetch.started_at, error=f"{type(error).__name__}: {error}")
+
+    def played(self, action: Any) -> None:
+        """`action` went to act(); a stitched Action knows its request and row."""
+        self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0))
+
+    def held(self, reason: str) -> None:
+        self.recorder.hold(reason)
+
+    def instruction(self, text: str) -> None:
+        self.recorder.instruction(text)
+
+    def ended(self, outcome: Any, *, held: bool) -> None:
+        """The run's outcome; the file is finished here if this run opened it."""
+        self.recorder.outcome(outcome, held=held)
+        if self.owned:
+            self.close()
+
+    def close(self) -> None:
+        if self.owned and not self._closed:
+            self._closed = True
+            self.recorder.close(timeout_s=CLOSE_WAIT_S)
+
+
+def _views(observation: Any) -> Sequence[str]:
+    images = getattr(observation, "images", None)
+    if images is None and hasattr(observation, "get"):
+        images = observation.get("images")
+    return tuple(str(getattr(f, "view", None) or (f.get("view") if hasattr(f, "get") else "")) for f in images or ())
