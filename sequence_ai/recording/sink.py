@@ -68,7 +68,7 @@ class RecordSink:
 
     def __init__(self, stream: IO[bytes], *, max_pending_bytes: int = 32 << 20, chunk_size: int = 1 << 20,
                  flush_interval_s: float = 1.0, compression: str = "zstd", close_stream: bool = True,
-                 poll_s: float = 0.05):
+                 poll_s: float = 0.25):
         require_mcap()
         from mcap.well_known import MessageEncoding, SchemaEncoding
         from mcap.writer import CompressionType, Writer
