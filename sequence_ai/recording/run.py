@@ -5,8 +5,10 @@ installed or failed, an action played, a hold, the end — and `instruction()` c
 thread calls set_instruction(). Each costs the loop a Recorder event (a deque append); what the
 loop objects hold is read here, never changed.
 
-`record` is a path (this run opens the file and closes it when the run ends) or a `Recorder` the
-caller owns (the ROS node: it adds feedback and its own outcome, then closes it).
+`record` is a path (this run opens the file, writes the outcome and closes it when the run ends)
+or a `Recorder` the caller keeps: the run writes everything up to its end, and the outcome and
+close() are the caller's (the ROS node writes its own RunOutcome message, whose reason says
+canceled or stale_input where the client saw an interrupt, and adds feedback).
 """
 
 from __future__ import annotations
@@ -88,9 +90,9 @@ class RunRecording:
         self.recorder.instruction(text)
 
     def ended(self, outcome: Any, *, held: bool) -> None:
-        """The run's outcome; the file is finished here if this run opened it."""
-        self.recorder.outcome(outcome, held=held)
+        """The run's outcome, and the file finished, if this run opened it (else the caller's)."""
         if self.owned:
+            self.recorder.outcome(outcome, held=held)
             self.close()
 
     def close(self) -> None:

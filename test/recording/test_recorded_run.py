@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("mcap", reason="needs the [record] extra")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "client"))
 
-from _loop_robot import Robot, interrupt_after, policy_for, run_kwargs
+from _loop_robot import Robot, interrupt_after, policy_for, run_kwargs, wait_until
 
 from sequence_ai.recording import Recorder, read_run
 
@@ -82,11 +82,16 @@ def test_a_recorder_the_caller_owns_stays_open_for_its_own_events(platform, tmp_
         out = policy.run(**run_kwargs(robot), max_actions=10, record=recorder)
         recorder.feedback(policy.progress())
     assert not recorder.stats().error
+    # the run's events reach the disk (within the 1 s flush interval) while the caller keeps the file open
+    assert wait_until(lambda: len(read_run(path).commands) == 10, timeout_s=10.0, poll_s=0.1)
+    assert read_run(path).outcome is None, "the outcome is the caller's to write"
+    recorder.outcome(out, message="done by the caller")
     recorder.close()
     record = read_run(path)
     assert record.complete and len(record.commands) == out.actions == 10
     assert len(record.feedback) == 1 and record.feedback[0].actions == 10
     assert list(record.joint_states[0].name)[-1] == "finger"
+    assert record.outcome.message == "done by the caller" and record.outcome.actions == 10
 
 
 @pytest.mark.parametrize("target,error", [(123, TypeError), ("/no/such/folder/run.mcap", FileNotFoundError)])
