@@ -234,7 +234,7 @@ class Policy:
             if settings.instruction is not None:
                 self._latch.seed(settings.instruction)
             self._lookahead = settings.lookahead
-            recording = None if record is None else _open_recording(record)  # before anything moves
+            recording = None if settings.record is None else _open_recording(settings.record)  # before anything moves
             loop = self._loop = ControlLoop(self._refills, settings, latch=self._latch,
                                             interrupted=self._interrupt.is_set, sleep=self._waiter.sleep,
                                             on_warming=self._on_warming, layout=self._model_row.layout,

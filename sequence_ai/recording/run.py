@@ -13,13 +13,34 @@ canceled or stale_input where the client saw an interrupt, and adds feedback).
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from .recorder import Recorder
 
 __all__ = ["RunRecording"]
+
+log = logging.getLogger("sequence_ai.recording")
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _never_raises(hook: F) -> F:
+    """A loop hook: a recording problem is logged (once per run) and never reaches the loop."""
+
+    @functools.wraps(hook)
+    def guarded(self: RunRecording, *args: Any, **kwargs: Any) -> None:
+        try:
+            hook(self, *args, **kwargs)
+        except Exception as exc:
+            if not self._failed:
+                self._failed = True
+                log.error("recording the run's %s failed (%s: %s); the run goes on", hook.__name__,
+                          type(exc).__name__, exc)
+
+    return guarded  # type: ignore[return-value]
 
 CLOSE_WAIT_S = 10.0  # run() returns after this even if the disk is still behind (the file finishes later)
 
@@ -29,6 +50,7 @@ class RunRecording:
         self.recorder = recorder
         self.owned = owned
         self._closed = False
+        self._failed = False
 
     @classmethod
     def open(cls, target: Any) -> RunRecording:
@@ -47,12 +69,14 @@ class RunRecording:
 
     # -- the loop's moments ------------------------------------------------------------------
 
+    @_never_raises
     def started(self, *, model: str, episode_id: str, control_hz: Optional[float],
                 instruction: Optional[str]) -> None:
         self.recorder.run_started(model=model, episode_id=episode_id, control_hz=control_hz)
         if instruction is not None:
             self.recorder.instruction(instruction)
 
+    @_never_raises
     def sent(self, flight: Any, instruction: Optional[str]) -> None:
         """A request went out: `flight` is the loop's InFlight (rid, observation as sent, times)."""
         rid, observation = flight.trace.rid, flight.observation
@@ -61,6 +85,7 @@ class RunRecording:
         self.recorder.request(rid, instruction, actions_at_submit=flight.actions_at_submit, t=sent_at,
                               views=_views(observation))
 
+    @_never_raises
     def answered(self, flight: Any, prediction: Any, rows: Sequence[Any]) -> None:
         """The answer to `flight` was installed: `rows` are the stitched rows the loop will play."""
         chunk = prediction.action_chunk
@@ -72,6 +97,7 @@ class RunRecording:
                              control_hz=chunk.control_frequency_hz, first_row=first_row, rows_installed=len(rows),
                              warnings=prediction.warnings)
 
+    @_never_raises
     def failed(self, flight: Any, error: BaseException) -> None:
         """The request `flight` failed (the loop retries or ends the run; either way, it is recorded)."""
         fetch = flight.fetch
@@ -79,16 +105,20 @@ class RunRecording:
         self.recorder.answer(flight.trace.rid, [], sent_t=fetch.started_at, t=arrived,
                              latency_s=arrived - fetch.started_at, error=f"{type(error).__name__}: {error}")
 
+    @_never_raises
     def played(self, action: Any) -> None:
         """`action` went to act(); a stitched Action knows its request and row."""
         self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0))
 
+    @_never_raises
     def held(self, reason: str) -> None:
         self.recorder.hold(reason)
 
+    @_never_raises
     def instruction(self, text: str) -> None:
         self.recorder.instruction(text)
 
+    @_never_raises
     def ended(self, outcome: Any, *, held: bool) -> None:
         """The run's outcome, and the file finished, if this run opened it (else the caller's)."""
         if self.owned:

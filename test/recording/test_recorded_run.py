@@ -103,3 +103,24 @@ def test_a_bad_record_target_is_refused_before_anything_moves(platform, target, 
     assert robot.actions == [] and robot.observations == [] and platform.requests() == []
     assert ("record must be a file path" in str(raised.value)) if error is TypeError else "/no/such/folder" in str(
         raised.value)
+
+
+def test_a_recording_that_fails_never_stops_the_run(platform, tmp_path, caplog):
+    """A Recorder whose command() raises (a subclass of the caller's) is logged once; the run
+    completes, every action reaches the robot, and the other events still reach the file."""
+
+    class Broken(Recorder):
+        def command(self, row, **kwargs):
+            raise RuntimeError("this recorder cannot take commands")
+
+    path = tmp_path / "broken.mcap"
+    robot = Robot()
+    recorder = Broken(path)
+    with policy_for(platform) as policy:
+        out = policy.run(**run_kwargs(robot), max_actions=12, record=recorder)
+    recorder.outcome(out)
+    recorder.close()
+    assert out.reason == "completed" and len(robot.actions) == 12
+    assert caplog.text.count("recording the run's played failed") == 1
+    record = read_run(path)
+    assert record.commands == [] and record.requests and record.outcome.actions == 12
