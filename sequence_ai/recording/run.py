@@ -19,11 +19,13 @@ import os
 import time
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
+from .messages import field_of
 from .recorder import Recorder
 
 __all__ = ["RunRecording"]
 
 log = logging.getLogger("sequence_ai.recording")
+CLOSE_WAIT_S = 10.0  # run() returns after this even if the disk is still behind (the file finishes later)
 F = TypeVar("F", bound=Callable[..., None])
 
 
@@ -41,8 +43,6 @@ def _never_raises(hook: F) -> F:
                           type(exc).__name__, exc)
 
     return guarded  # type: ignore[return-value]
-
-CLOSE_WAIT_S = 10.0  # run() returns after this even if the disk is still behind (the file finishes later)
 
 
 class RunRecording:
@@ -132,7 +132,4 @@ class RunRecording:
 
 
 def _views(observation: Any) -> Sequence[str]:
-    images = getattr(observation, "images", None)
-    if images is None and hasattr(observation, "get"):
-        images = observation.get("images")
-    return tuple(str(getattr(f, "view", None) or (f.get("view") if hasattr(f, "get") else "")) for f in images or ())
+    return tuple(str(field_of(frame, "view") or "") for frame in field_of(observation, "images") or ())
