@@ -44,8 +44,10 @@ class ControlLoop:
 
     def __init__(self, refills: Refills, settings: RunSettings, *, latch: InstructionLatch,
                  interrupted: Callable[[], bool], sleep: Callable[[float], None],
-                 on_warming: Optional[Callable[[float, float], Any]], layout: Callable[[], Optional[dict]]):
+                 on_warming: Optional[Callable[[float, float], Any]], layout: Callable[[], Optional[dict]],
+                 recording: Optional[Any] = None):
         self.r = refills
+        self.recording = recording  # run(record=...): a recording.run.RunRecording, else None
         self.s = settings
         self._latch = latch
         self.interrupted = interrupted
@@ -107,8 +109,20 @@ class ControlLoop:
             observation = with_instruction(observation, instruction)
         if swap_since is not None:
             self.swaps += 1
-        return self.r.submit(observation, timeout_s=timeout_s, episode_id=self.s.episode_id,
-                             options=self.s.options, actions_done=self.actions, swap_since=swap_since)
+        flight = self.r.submit(observation, timeout_s=timeout_s, episode_id=self.s.episode_id,
+                               options=self.s.options, actions_done=self.actions, swap_since=swap_since)
+        if self.recording is not None:
+            self.recording.sent(flight, self.r.instruction_in_force)
+        return flight
+
+    def result_of(self, flight: InFlight) -> Prediction:
+        """The answer of a finished `flight`; a failed one is recorded before it is raised."""
+        try:
+            return flight.fetch.result()
+        except Exception as exc:
+            if self.recording is not None:
+                self.recording.failed(flight, exc)
+            raise
 
     def wait_for(self, flight: InFlight) -> float:
         """Block until `flight` is answered; interrupt and max_seconds end the wait at once."""
@@ -132,7 +146,7 @@ class ControlLoop:
             waited = self.wait_for(flight)
         in_flight.popleft()
         try:
-            prediction = flight.fetch.result()
+            prediction = self.result_of(flight)
         except Unavailable as exc:
             if not (exc.warming and self.actions == 0):
                 raise
@@ -176,7 +190,7 @@ class ControlLoop:
             self.wait_for(flight)
         finally:
             self.r.blocking = None
-        return flight.fetch.result(), flight
+        return self.result_of(flight), flight
 
     def restart_schedule(self) -> None:
         """The next action comes one full period after the one about to play: at the start of a
@@ -191,6 +205,8 @@ class ControlLoop:
         self.status("waiting")
         if self.actions > 0 and self.s.hold_on_underrun:
             self.s.on_underrun()  # type: ignore[misc]
+        if self.actions > 0 and self.recording is not None:
+            self.recording.held("underrun")  # no command goes out until the chunk arrives
 
     def count_underrun(self, wait_s: float) -> None:
         self.restart_schedule()
@@ -207,7 +223,7 @@ class ControlLoop:
         in_flight = self.r.in_flight
         while in_flight and in_flight[0].fetch.succeeded():
             flight = in_flight.popleft()
-            self.install(flight.fetch.result(), flight)
+            self.install(self.result_of(flight), flight)
 
     def install(self, prediction: Prediction, flight: InFlight, warmup_s: Optional[float] = None) -> None:
         chunk = prediction.action_chunk
@@ -227,6 +243,8 @@ class ControlLoop:
             action.rid, action.chunk, action.observed_at = flight.trace.rid, self.chunks, flight.observed_at
         join.rows[0].swap_since = flight.swap_since
         self.r.install(join.rows, chunk=chunk, append=append)
+        if self.recording is not None:
+            self.recording.answered(flight, prediction, join.rows)
         self.prefetch.installed()
         self.r.record(flight, prediction, warmup_s=warmup_s)
         self.chunks += 1
@@ -252,6 +270,8 @@ class ControlLoop:
     def played(self, action: Any) -> None:
         self.last_action = action
         self.actions += 1
+        if self.recording is not None:
+            self.recording.played(action)
         since = action.swap_since if isinstance(action, Action) else None
         if since is not None:  # the first action computed with a new instruction (guide: its lag)
             lag = time.monotonic() - since
@@ -265,6 +285,10 @@ class ControlLoop:
         error: Optional[BaseException] = None
         self.restart_schedule()
         self.running = True
+        held = False
+        if self.recording is not None:
+            self.recording.started(model=self.r.model, episode_id=s.episode_id, control_hz=s.control_hz or self.r.hz,
+                                   instruction=self._latch.value)
         interrupted, buffer, collect = self.interrupted, self.r.buffer, s.lookahead != 1
         prefetch = self.prefetch
         try:
@@ -321,6 +345,9 @@ class ControlLoop:
             try:
                 if reason != "completed" and s.hold is not None:
                     s.hold()
+                    held = True
+                    if self.recording is not None:
+                        self.recording.held(reason or "")
             finally:
                 self.r.end_episode(s.episode_id)
                 try:
@@ -328,6 +355,8 @@ class ControlLoop:
                 except Exception:
                     pass
         outcome = self.final = self.outcome(reason or "completed")
+        if self.recording is not None:
+            self.recording.ended(outcome, held=held)
         if error is not None:
             raise error
         return outcome
@@ -339,4 +368,5 @@ class ControlLoop:
             episode_resets=self.r.worker.episode_resets - self._resets_at_start,
             max_seam_jump=self.max_jump, action_space=self.action_space, instruction_swaps=self.swaps,
             max_instruction_lag_s=self.max_lag, observe_s=self.observe_s,
+            recording_frames_dropped=self.recording.frames_dropped if self.recording is not None else 0,
         )

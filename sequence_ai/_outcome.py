@@ -26,6 +26,8 @@ class RunOutcome:
     instruction_swaps: int = 0
     max_instruction_lag_s: Optional[float] = None
     observe_s: float = 0.0
+    # run(record=...): camera frames left out of the recording because the disk fell behind
+    recording_frames_dropped: int = 0
 
     @property
     def stopped_early(self) -> bool:
@@ -38,6 +40,8 @@ class RunOutcome:
         if self.instruction_swaps:
             lag = self.max_instruction_lag_s or 0.0
             parts.append(f"{self.instruction_swaps} instruction swaps (max lag {lag:.2f}s)")
+        if self.recording_frames_dropped:
+            parts.append(f"{self.recording_frames_dropped} frames not recorded")
         parts.append(self.reason)
         return f"RunOutcome({', '.join(parts)})"
 

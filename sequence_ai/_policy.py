@@ -214,7 +214,8 @@ class Policy:
             max_seconds: Optional[float] = None, until: Optional[Callable[[], bool]] = None,
             startup_timeout_s: Optional[float] = None, smooth_seam: int = 0, stitch: Optional[str] = None,
             align_chunks: bool = False, pacer: Optional[Pacer] = None, control_hz: Optional[float] = None,
-            episode_id: Optional[str] = None, instruction: Optional[str] = None, **options: Any) -> RunOutcome:
+            episode_id: Optional[str] = None, instruction: Optional[str] = None, record: Any = None,
+            **options: Any) -> RunOutcome:
         """Drive the robot for at most `max_actions` actions (docs/CLIENT-LOOP.md)."""
         arguments = dict(locals())
         del arguments["self"], arguments["progress"]
@@ -233,13 +234,17 @@ class Policy:
             if settings.instruction is not None:
                 self._latch.seed(settings.instruction)
             self._lookahead = settings.lookahead
+            recording = None if settings.record is None else _open_recording(settings.record)  # before anything moves
             loop = self._loop = ControlLoop(self._refills, settings, latch=self._latch,
                                             interrupted=self._interrupt.is_set, sleep=self._waiter.sleep,
-                                            on_warming=self._on_warming, layout=self._model_row.layout)
+                                            on_warming=self._on_warming, layout=self._model_row.layout,
+                                            recording=recording)
             try:
                 return loop.run()
             finally:
                 self.last_outcome = loop.final  # also set when the run re-raises
+                if recording is not None:
+                    recording.close()  # only a file this run opened; idempotent
 
     def act(self, instruction: str, observe: Callable[[], Any], act: Callable[[List[float]], Any], *,
             max_seconds: float, until: Optional[Callable[[], bool]] = None, **run_kwargs: Any) -> RunOutcome:
@@ -259,7 +264,9 @@ class Policy:
 
     def set_instruction(self, instruction: str) -> None:
         """Change the instruction for the next request; returns at once, the arm keeps moving."""
-        self._latch.set(instruction)
+        loop = self._loop
+        if self._latch.set(instruction) and loop is not None and loop.running and loop.recording is not None:
+            loop.recording.instruction(instruction)
 
     @property
     def instruction(self) -> Optional[str]:
@@ -300,6 +307,12 @@ class Policy:
     @property
     def session(self) -> str:
         return self._worker.session
+
+
+def _open_recording(record: Any) -> Any:
+    from .recording.run import RunRecording  # only a recorded run imports it (and needs [record])
+
+    return RunRecording.open(record)
 
 
 def _stderr_is_tty() -> bool:

@@ -50,6 +50,7 @@ class RunSettings:
     instruction: Optional[str]  # in force from the first observation; not a swap
     options: Mapping[str, Any]
     hold_on_underrun: bool  # on_underrun takes no argument: called when a stall begins
+    record: Any = None  # a file path or a sequence_ai.recording.Recorder: record the run (docs/RECORDING.md)
 
     @property
     def pipelined(self) -> bool:

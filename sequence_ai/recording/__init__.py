@@ -1,0 +1,15 @@
+"""Recording a run to an MCAP file, and reading one back (needs `pip install 'sequence-ai[record]'`).
+
+    from sequence_ai.recording import Recorder, read_run
+
+The client imports nothing from here unless a run is recorded, so `import sequence_ai` works
+without the MCAP packages.
+"""
+
+from __future__ import annotations
+
+from .reader import RunRecord, read_run
+from .recorder import Recorder
+from .sink import RecordingStats
+
+__all__ = ["Recorder", "RecordingStats", "RunRecord", "read_run"]

@@ -1,0 +1,154 @@
+"""Reading a recording back: `read_run(path)` -> `RunRecord`, for replay, plots and tests.
+
+The file is read front to back (no index needed), so a file whose writer was killed reads up to
+its last complete chunk; `complete` says whether the writer finished it, and `damage` what
+stopped the read early.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from .messages import CAMERA_PREFIX, TOPICS
+from .sink import require_mcap
+
+__all__ = ["Answer", "Command", "Frame", "RunRecord", "read_run"]
+
+
+@dataclass(frozen=True)
+class Command:
+    t_ns: int
+    values: Tuple[float, ...]
+    rid: str
+    row_index: int
+    action_index: int
+
+
+@dataclass(frozen=True)
+class Answer:
+    t_ns: int
+    sent_ns: int
+    rid: str
+    latency_s: float
+    steps: Tuple[Tuple[float, ...], ...]
+    first_row: int
+    rows_installed: int
+    action_space: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Frame:
+    t_ns: int
+    view: str
+    format: str
+    data: bytes
+
+
+@dataclass
+class RunRecord:
+    """Everything one recording holds, in file order. Times are UNIX-epoch ns (log time)."""
+
+    path: str
+    complete: bool = False
+    damage: Optional[str] = None
+    topics: Dict[str, Tuple[str, int]] = field(default_factory=dict)  # topic -> (schema name, messages)
+    metadata: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    run: Optional[Any] = None
+    requests: List[Any] = field(default_factory=list)
+    answers: List[Answer] = field(default_factory=list)
+    commands: List[Command] = field(default_factory=list)
+    holds: List[Tuple[int, str, int]] = field(default_factory=list)  # (t_ns, reason, actions so far)
+    instructions: List[Tuple[int, str]] = field(default_factory=list)
+    joint_states: List[Any] = field(default_factory=list)
+    feedback: List[Any] = field(default_factory=list)
+    frames: List[Frame] = field(default_factory=list)  # only with read_run(..., frames=True)
+    frame_counts: Dict[str, int] = field(default_factory=dict)  # camera topic's view -> frames in the file
+    outcome: Optional[Any] = None
+    outcome_ns: Optional[int] = None
+
+    @property
+    def start_ns(self) -> Optional[int]:
+        if self.run is not None:
+            return _ns(self.run.header.stamp)
+        times = [c.t_ns for c in self.commands] + [a.sent_ns for a in self.answers]
+        return min(times) if times else None
+
+
+def _ns(stamp: Any) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def read_run(path: Union[str, Path], *, frames: bool = False) -> RunRecord:
+    """Decode the recording at `path`. With frames=True the camera frames' bytes are kept too."""
+    require_mcap()
+    from mcap.records import Channel, Footer, Message, Metadata, Schema
+    from mcap.stream_reader import StreamReader
+    from mcap_ros2.decoder import DecoderFactory
+
+    record = RunRecord(path=str(path))
+    schemas: Dict[int, Any] = {}
+    channels: Dict[int, Any] = {}
+    decoders: Dict[int, Any] = {}
+    factory = DecoderFactory()
+    with open(path, "rb") as stream:
+        try:
+            for item in StreamReader(stream, validate_crcs=True).records:
+                if isinstance(item, Schema):
+                    schemas[item.id] = item
+                elif isinstance(item, Channel):
+                    channels[item.id] = item
+                    record.topics.setdefault(item.topic, (getattr(schemas.get(item.schema_id), "name", ""), 0))
+                elif isinstance(item, Message):
+                    channel = channels[item.channel_id]
+                    name, count = record.topics[channel.topic]
+                    record.topics[channel.topic] = (name, count + 1)
+                    if channel.topic.startswith(CAMERA_PREFIX):
+                        view = channel.topic[len(CAMERA_PREFIX):].rsplit("/", 1)[0]
+                        record.frame_counts[view] = record.frame_counts.get(view, 0) + 1
+                        if not frames:
+                            continue
+                    decode = decoders.get(channel.id)
+                    if decode is None:
+                        decode = decoders[channel.id] = factory.decoder_for(channel.message_encoding,
+                                                                             schemas.get(channel.schema_id))
+                    if decode is not None:
+                        _take(record, channel.topic, item.log_time, decode(item.data))
+                elif isinstance(item, Metadata):
+                    record.metadata[item.name] = dict(item.metadata)
+                elif isinstance(item, Footer):
+                    record.complete = True
+        except Exception as exc:  # a record cut short: EndOfFile, a bad CRC, a decompressor's own error
+            record.damage = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return record
+
+
+def _take(record: RunRecord, topic: str, log_ns: int, message: Any) -> None:
+    if topic == TOPICS["command"]:
+        record.commands.append(Command(log_ns, tuple(message.values), message.rid, message.row_index,
+                                       message.action_index))
+    elif topic == TOPICS["chunk"]:
+        dims = message.steps.layout.dim
+        width = dims[1].size if len(dims) > 1 else 0
+        data = list(message.steps.data)
+        steps = tuple(tuple(data[i:i + width]) for i in range(0, len(data), width)) if width else ()
+        record.answers.append(Answer(log_ns, _ns(message.sent), message.rid, message.latency_s, steps,
+                                     message.first_row, message.rows_installed, message.action_space, message.error))
+    elif topic == TOPICS["request"]:
+        record.requests.append(message)
+    elif topic == TOPICS["hold"]:
+        record.holds.append((log_ns, message.reason, message.actions))
+    elif topic == TOPICS["instruction"]:
+        record.instructions.append((log_ns, message.data))
+    elif topic == TOPICS["joints"]:
+        record.joint_states.append(message)
+    elif topic == TOPICS["feedback"]:
+        record.feedback.append(message)
+    elif topic == TOPICS["run"]:
+        record.run = message
+    elif topic == TOPICS["outcome"]:
+        record.outcome, record.outcome_ns = message, log_ns
+    elif topic.startswith(CAMERA_PREFIX):
+        record.frames.append(Frame(log_ns, message.header.frame_id, message.format, bytes(message.data)))

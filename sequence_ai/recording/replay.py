@@ -1,0 +1,59 @@
+"""`sequence-ai replay run.mcap`: the run's summary, and its timeline plot, from the file alone.
+
+    sequence-ai replay run.mcap                    # summary + run-timeline.png beside the file
+    sequence-ai replay run.mcap --plot out/t.png   # the plot elsewhere
+    sequence-ai replay run.mcap --no-plot          # the summary only (no matplotlib needed)
+
+Exit codes: 0 read (a file cut short by a crash still reads, and says so), 1 not readable or
+the plot could not be written, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import List, Optional, TextIO
+
+__all__ = ["add_arguments", "replay"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="an MCAP file written by a recorded run")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--plot", type=Path, metavar="PNG", help="where the timeline goes (default: beside the file)")
+    where.add_argument("--no-plot", action="store_true", help="print the summary only")
+
+
+def default_plot_path(file: Path) -> Path:
+    return file.with_name(f"{file.stem}-timeline.png")
+
+
+def replay(file: Path, plot: Optional[Path], no_plot: bool, out: TextIO, err: TextIO) -> int:
+    try:
+        from .reader import read_run
+        from .summary import summary_lines
+
+        if not file.is_file():
+            print(f"error: {file} is not a file", file=err)
+            return 1
+        record = read_run(file)
+    except ImportError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    if not record.topics and record.damage:
+        print(f"error: {file} is not a readable MCAP recording ({record.damage})", file=err)
+        return 1
+    lines: List[str] = summary_lines(record)
+    print("\n".join(lines), file=out)
+    if no_plot:
+        return 0
+    target = plot or default_plot_path(file)
+    try:
+        from .timeline import plot_timeline
+
+        written = plot_timeline(record, target)
+    except (ImportError, OSError) as exc:
+        print(f"error: no plot: {exc}", file=err)
+        return 1
+    print(f"timeline: {written}", file=out)
+    return 0

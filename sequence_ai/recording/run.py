@@ -1,0 +1,135 @@
+"""`run(..., record=...)`: the control loop's moments, turned into Recorder events.
+
+The loop calls these on its own thread at the moments that matter — a request sent, an answer
+installed or failed, an action played, a hold, the end — and `instruction()` comes from whichever
+thread calls set_instruction(). Each costs the loop a Recorder event (a deque append); what the
+loop objects hold is read here, never changed.
+
+`record` is a path (this run opens the file, writes the outcome and closes it when the run ends)
+or a `Recorder` the caller keeps: the run writes everything up to its end, and the outcome and
+close() are the caller's (the ROS node writes its own RunOutcome message, whose reason says
+canceled or stale_input where the client saw an interrupt, and adds feedback).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from typing import Any, Callable, Optional, Sequence, TypeVar
+
+from .messages import field_of
+from .recorder import Recorder
+
+__all__ = ["RunRecording"]
+
+log = logging.getLogger("sequence_ai.recording")
+CLOSE_WAIT_S = 10.0  # run() returns after this even if the disk is still behind (the file finishes later)
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _never_raises(hook: F) -> F:
+    """A loop hook: a recording problem is logged (once per run) and never reaches the loop."""
+
+    @functools.wraps(hook)
+    def guarded(self: RunRecording, *args: Any, **kwargs: Any) -> None:
+        try:
+            hook(self, *args, **kwargs)
+        except Exception as exc:
+            if not self._failed:
+                self._failed = True
+                log.error("recording the run's %s failed (%s: %s); the run goes on", hook.__name__,
+                          type(exc).__name__, exc)
+
+    return guarded  # type: ignore[return-value]
+
+
+class RunRecording:
+    def __init__(self, recorder: Recorder, *, owned: bool):
+        self.recorder = recorder
+        self.owned = owned
+        self._closed = False
+        self._failed = False
+
+    @classmethod
+    def open(cls, target: Any) -> RunRecording:
+        """From run()'s `record` argument. Opens the file (OSError naming it if it cannot be
+        created) and needs the [record] extra (ImportError naming it) before the run starts."""
+        if isinstance(target, Recorder):
+            return cls(target, owned=False)
+        if isinstance(target, (str, os.PathLike)):
+            return cls(Recorder(target), owned=True)
+        raise TypeError(f"record must be a file path or a sequence_ai.recording.Recorder "
+                        f"(got {type(target).__name__})")
+
+    @property
+    def frames_dropped(self) -> int:
+        return self.recorder.frames_dropped
+
+    # -- the loop's moments ------------------------------------------------------------------
+
+    @_never_raises
+    def started(self, *, model: str, episode_id: str, control_hz: Optional[float],
+                instruction: Optional[str]) -> None:
+        self.recorder.run_started(model=model, episode_id=episode_id, control_hz=control_hz)
+        if instruction is not None:
+            self.recorder.instruction(instruction)
+
+    @_never_raises
+    def sent(self, flight: Any, instruction: Optional[str]) -> None:
+        """A request went out: `flight` is the loop's InFlight (rid, observation as sent, times)."""
+        rid, observation = flight.trace.rid, flight.observation
+        sent_at = flight.fetch.started_at
+        self.recorder.observation(rid, observation, t=flight.observed_at)
+        self.recorder.request(rid, instruction, actions_at_submit=flight.actions_at_submit, t=sent_at,
+                              views=_views(observation))
+
+    @_never_raises
+    def answered(self, flight: Any, prediction: Any, rows: Sequence[Any]) -> None:
+        """The answer to `flight` was installed: `rows` are the stitched rows the loop will play."""
+        chunk = prediction.action_chunk
+        fetch = flight.fetch
+        arrived = fetch.finished_at if fetch.finished_at is not None else time.monotonic()
+        first_row = getattr(rows[0], "row", 0) if rows else 0
+        self.recorder.answer(flight.trace.rid, chunk.steps, sent_t=fetch.started_at, t=arrived,
+                             latency_s=arrived - fetch.started_at, action_space=chunk.action_space,
+                             control_hz=chunk.control_frequency_hz, first_row=first_row, rows_installed=len(rows),
+                             warnings=prediction.warnings)
+
+    @_never_raises
+    def failed(self, flight: Any, error: BaseException) -> None:
+        """The request `flight` failed (the loop retries or ends the run; either way, it is recorded)."""
+        fetch = flight.fetch
+        arrived = fetch.finished_at if fetch.finished_at is not None else time.monotonic()
+        self.recorder.answer(flight.trace.rid, [], sent_t=fetch.started_at, t=arrived,
+                             latency_s=arrived - fetch.started_at, error=f"{type(error).__name__}: {error}")
+
+    @_never_raises
+    def played(self, action: Any) -> None:
+        """`action` went to act(); a stitched Action knows its request and row."""
+        self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0))
+
+    @_never_raises
+    def held(self, reason: str) -> None:
+        self.recorder.hold(reason)
+
+    @_never_raises
+    def instruction(self, text: str) -> None:
+        self.recorder.instruction(text)
+
+    @_never_raises
+    def ended(self, outcome: Any, *, held: bool) -> None:
+        """The run's outcome, and the file finished, if this run opened it (else the caller's)."""
+        if self.owned:
+            self.recorder.outcome(outcome, held=held)
+            self.close()
+
+    def close(self) -> None:
+        if self.owned and not self._closed:
+            self._closed = True
+            self.recorder.close(timeout_s=CLOSE_WAIT_S)
+
+
+def _views(observation: Any) -> Sequence[str]:
+    return tuple(str(field_of(frame, "view") or "") for frame in field_of(observation, "images") or ())

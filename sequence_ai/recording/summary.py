@@ -1,0 +1,112 @@
+"""What a recording says about its run, in numbers and in lines of text (`sequence-ai replay`)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from .reader import RunRecord
+
+__all__ = ["RunSummary", "summarize", "summary_lines"]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    start_ns: Optional[int]
+    duration_s: float
+    actions: int
+    requests: int
+    answers: int
+    failed: int
+    latencies_s: Tuple[float, ...]
+    seams_s: Tuple[float, ...]  # seconds after the start at which a new chunk's first action played
+    held: Tuple[Tuple[float, float, str], ...]  # (from s, to s, reason): to the next action, or the end
+    instruction_changes: Tuple[Tuple[float, str], ...]
+
+    @property
+    def held_s(self) -> float:
+        return sum(end - begin for begin, end, _ in self.held)
+
+
+def summarize(record: RunRecord) -> RunSummary:
+    start = record.start_ns
+    last = max([c.t_ns for c in record.commands] + [a.t_ns for a in record.answers] + [h[0] for h in record.holds]
+               + ([record.outcome_ns] if record.outcome_ns else []) or [start or 0])
+
+    def s(ns: int) -> float:
+        return (ns - (start or 0)) / 1e9
+
+    seams, previous = [], None
+    for command in record.commands:
+        if previous is not None and command.rid != previous:
+            seams.append(s(command.t_ns))
+        previous = command.rid
+    command_times = [c.t_ns for c in record.commands]
+    held = []
+    for t_ns, reason, _actions in record.holds:
+        later = [t for t in command_times if t > t_ns]
+        held.append((s(t_ns), s(later[0] if later else last), reason))
+    answered = [a for a in record.answers if not a.error]
+    return RunSummary(
+        start_ns=start, duration_s=s(last) if start is not None else 0.0, actions=len(record.commands),
+        requests=len(record.requests), answers=len(answered), failed=len(record.answers) - len(answered),
+        latencies_s=tuple(a.latency_s for a in answered), seams_s=tuple(seams), held=tuple(held),
+        instruction_changes=tuple((s(t), text) for t, text in record.instructions))
+
+
+def _percentile(values: List[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def summary_lines(record: RunRecord) -> List[str]:
+    summary = summarize(record)
+    lines = [f"{record.path}: " + ("complete" if record.complete else
+                                    "not finished by its writer (crash or kill?); read up to its last complete chunk"
+                                    + (f" ({record.damage})" if record.damage else ""))]
+    run = record.run
+    if run is not None:
+        started = datetime.datetime.fromtimestamp(summary.start_ns / 1e9, tz=datetime.timezone.utc)
+        hz = "" if math.isnan(run.control_hz) else f", {run.control_hz:g} Hz"
+        lines.append(f"model {run.model}, episode {run.episode_id or '-'}{hz}, client {run.client_version}, "
+                     f"started {started:%Y-%m-%d %H:%M:%S} UTC")
+    lines.append(f"{summary.duration_s:.2f} s: {summary.actions} actions, {summary.answers} chunks from "
+                 f"{summary.requests} requests" + (f" ({summary.failed} failed)" if summary.failed else ""))
+    if summary.latencies_s:
+        ms = [v * 1000.0 for v in summary.latencies_s]
+        lines.append(f"request latency: p50 {_percentile(ms, 0.5):.0f} ms, p95 {_percentile(ms, 0.95):.0f} ms, "
+                     f"max {max(ms):.0f} ms")
+    if summary.held:
+        reasons = sorted({reason for _, _, reason in summary.held})
+        lines.append(f"held {summary.held_s:.2f} s over {len(summary.held)} holds ({', '.join(reasons)})")
+    for t, text in summary.instruction_changes:
+        lines.append(f"instruction at {t:.2f} s: {text!r}")
+    dropped = _dropped(record)
+    views = ", ".join(f"{view} {n}" for view, n in sorted(record.frame_counts.items()))
+    lines.append(f"frames: {sum(record.frame_counts.values())} recorded" + (f" ({views})" if views else "")
+                 + (f", {dropped} dropped" if dropped is not None else ""))
+    outcome = record.outcome
+    if outcome is None:
+        lines.append("outcome: none in the file (the run did not end normally)")
+    else:
+        parts = [f"outcome: {outcome.reason}, {outcome.actions} actions over {outcome.chunks} chunks in "
+                 f"{outcome.elapsed_s:.2f} s"]
+        if outcome.underruns:
+            parts.append(f"{outcome.underruns} underruns ({outcome.underrun_s:.2f} s)")
+        if not math.isnan(outcome.max_seam_jump):
+            parts.append(f"max seam jump {outcome.max_seam_jump:.4g}")
+        if outcome.message:
+            parts.append(outcome.message)
+        lines.append(", ".join(parts))
+    lines.append("topics:")
+    lines.extend(f"  {topic:<50} {count:>6}  {schema}" for topic, (schema, count) in record.topics.items())
+    return lines
+
+
+def _dropped(record: RunRecord) -> Optional[int]:
+    if record.outcome is not None:
+        return int(record.outcome.frames_dropped)
+    stats = record.metadata.get("sequence_ai.recording")
+    return int(stats["frames_dropped"]) if stats and stats.get("frames_dropped", "").isdigit() else None
