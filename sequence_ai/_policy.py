@@ -227,6 +227,9 @@ class Policy:
             arguments["startup_timeout_s"] = self._startup_timeout_s
         arguments["control_hz"] = control_hz or self._control_hz
         settings = RunSettings.from_arguments(arguments)
+        if settings.smooth_seam and settings.stitch == "continue":
+            warn_user("smooth_seam has no effect with stitch='continue': its seams are already continuous; "
+                      "pass stitch='align' or 'none' to ramp them")
         if self._closed:
             raise SequencesError("this Policy is closed")
         with self._guard.driving():

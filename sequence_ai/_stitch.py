@@ -126,6 +126,9 @@ class Stitcher:
         self.mode = mode
         self.horizon = horizon
         self.smooth_seam = smooth_seam
+        # A continued seam has no jump to ramp out of: a ramp there would stall the first rows
+        # and then catch up with a step of up to twice the chunk's own (run() warns).
+        self.ramps = smooth_seam > 0 and mode != "continue"
 
     def join(self, steps: Sequence[Sequence[float]], kind: RowKind, *, late: int, last: Optional[Action],
              q_obs: Optional[Sequence[float]], first_of_run: bool, window: Optional[int] = None) -> Join:
@@ -150,7 +153,7 @@ class Stitcher:
             before = _target_of(last, kind, joints)
             if self.mode == "continue" and before is not None:
                 targets = _continue(positions, before, picked, late, _start_of(positions, start, ref, kind))
-            if self.smooth_seam and kind.displacement and not first_of_run and before is not None:
+            if self.ramps and kind.displacement and not first_of_run and before is not None:
                 targets = blend_seam(targets, before, self.smooth_seam)  # ramps targets, never the rows
         out: List[Action] = []
         for k, i in enumerate(picked):
@@ -160,7 +163,7 @@ class Stitcher:
                 out.append(Action(targets[k] + rows[i][joints:], i))
             else:
                 out.append(Action(rows[i], i, ref if kind.displacement else None))
-        if self.smooth_seam and kind.absolute and not first_of_run and last is not None:
+        if self.ramps and kind.absolute and not first_of_run and last is not None:
             # the reference's ramp: whole rows, out of the last action played (WIRE.md §7.10)
             blended = blend_seam([list(a) for a in out], list(last), self.smooth_seam)
             out = [Action(values, a.row, a.q_ref) for values, a in zip(blended, out)]

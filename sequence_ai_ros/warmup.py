@@ -1,7 +1,7 @@
 """Warming the worker before the node takes goals, and reporting it on ~/warming.
 
-A thread polls the worker's readiness (about once a second) until it can serve, publishing
-waited/eta each time. If it is not ready within `startup_timeout_s` the thread gives up and says
+A thread waits with the client's own readiness poller (`Policy.wait_until_ready`, about once a
+second) until the worker can serve, publishing waited/eta at each poll. If it is not ready within `startup_timeout_s` the thread gives up and says
 so; the next goal starts another attempt (that goal is refused, naming the timeout), so the node
 recovers without a restart once the worker serves.
 """
@@ -47,6 +47,8 @@ class WarmUp:
 
     def close(self) -> None:
         self._closing.set()
+        if not self.ready.is_set():
+            self._policy.interrupt()  # wakes the poller's sleep (no goal runs before ready)
 
     def on_warming(self, waited_s: float, eta_s: Optional[float]) -> None:
         """The client's warm-wait callback (a goal met a cold worker)."""
@@ -71,33 +73,50 @@ class WarmUp:
         ))
 
     def _attempt(self) -> None:
+        failure = None
         try:
-            self._poll()
+            failure = self._poll()
         finally:
             with self._lock:
                 self._running = False
+                if failure is not None:
+                    self._failure = failure
+        if failure is not None:  # after the attempt is over: a goal refused from now on starts the next
+            self._publish(False, False, self._waited_s, self._eta_s, f"{failure}; the next goal starts warming it again")
+            self._logger.error(f"{self._model_id} {failure}; the next goal starts warming it again")
 
-    def _poll(self) -> None:
+    def _poll(self) -> Optional[str]:
+        """Wait for readiness with the client's poller (Policy.wait_until_ready), publishing each poll;
+        the reason it gave up (startup_timeout_s), or None once ready or closing."""
         started = time.monotonic()
         budget = self._budget_s
         self._eta_s = None
+
+        def progress(_waited: float, eta: Optional[float]) -> None:
+            self._waited_s, self._eta_s = time.monotonic() - started, eta
+            self._publish(False, True, self._waited_s, eta, f"starting the model, about {eta or 0:.0f}s to go")
+
         while not self._closing.is_set():
-            waited = self._waited_s = time.monotonic() - started
+            left = budget - (time.monotonic() - started) if budget > 0 else float(10 ** 9)
             try:
-                ready, eta = self._policy.ready()
+                self._policy.wait_until_ready(timeout_s=max(0.0, left), poll_s=1.0, on_warming=progress)
+            except sequence_ai.Unavailable as exc:
+                if self._closing.is_set():
+                    return None
+                if exc.warming:  # still warming when the budget ran out
+                    self._waited_s = time.monotonic() - started
+                    return f"not ready after startup_timeout_s={budget:g}s"
+                self._unreachable(started, exc)
             except sequence_ai.SequencesError as exc:
-                self._publish(False, False, waited, None, f"cannot reach the policy service: {exc}")
-                ready, eta = False, None
-            if ready:
+                self._unreachable(started, exc)
+            else:
+                waited = self._waited_s = time.monotonic() - started
                 self._publish(True, False, waited, None, "ready")
                 self.ready.set()
                 self._logger.info(f"{self._model_id} is ready after {waited:.1f}s")
-                return
-            self._eta_s = eta
-            self._publish(False, True, waited, eta, f"starting the model, about {eta or 0:.0f}s to go")
-            if budget > 0 and waited > budget:
-                self._failure = f"not ready after startup_timeout_s={budget:g}s"
-                self._publish(False, False, waited, eta, f"{self._failure}; the next goal starts warming it again")
-                self._logger.error(f"{self._model_id} not ready after {budget:g}s; the next goal starts warming it again")
-                return
-            self._closing.wait(1.0)
+                return None
+        return None
+
+    def _unreachable(self, started: float, exc: Exception) -> None:
+        self._publish(False, False, time.monotonic() - started, None, f"cannot reach the policy service: {exc}")
+        self._closing.wait(1.0)

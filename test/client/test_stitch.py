@@ -117,3 +117,14 @@ def test_smooth_seam_ramps_displacement_targets_and_never_their_values():
     targets = [a.target(2)[0] for a in join.rows]
     assert targets[:3] == pytest.approx([(1 - w) * 1.0 + w * rows[i][0] for i, w in enumerate((0.25, 0.5, 0.75))])
     assert targets[3:] == pytest.approx([row[0] for row in rows[3:]])
+
+
+def test_a_continued_seam_is_not_ramped_even_when_asked():
+    # smooth_seam ramps out of the last target as a fixed point: on a seam that is already
+    # continuous it would stall the first rows and then step twice as far to catch up.
+    last = Action([12 * STEP, 12 * STEP, 0.7], 0)
+    plain = Stitcher("continue", 8, 0).join(steady(0.0), ABSOLUTE, late=12, last=last, q_obs=[0.0, 0.0],
+                                            first_of_run=False)
+    asked = Stitcher("continue", 8, 4).join(steady(0.0), ABSOLUTE, late=12, last=last, q_obs=[0.0, 0.0],
+                                            first_of_run=False)
+    assert played(asked.rows) == played(plain.rows)
