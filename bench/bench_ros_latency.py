@@ -42,7 +42,8 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+    from sensor_msgs.msg import Image, JointState
     from sequence_ai_ros.action import Act
     from sequence_ai_ros.msg import WarmingStatus
     from std_msgs.msg import Float64MultiArray
@@ -66,7 +67,13 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
         spinner = threading.Thread(target=executor.spin, daemon=True)
         commands: List[tuple] = []
         warming: List = []
+        heard: Dict[str, int] = {}  # the simulated arm's topics, as the node will hear them
         try:
+            for topic, kind in (("joint_states", JointState), ("cameras/exterior_1/image_raw", Image),
+                                ("cameras/wrist_left/image_raw", Image)):
+                planner.create_subscription(kind, f"{namespace}/{topic}",
+                                            lambda _m, t=topic: heard.__setitem__(t, heard.get(t, 0) + 1),
+                                            qos_profile_sensor_data)
             planner.create_subscription(Float64MultiArray, f"{namespace}/arm_controller/commands",
                                         lambda m: commands.append((time.monotonic(), list(m.data)[:7])),
                                         QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
@@ -80,6 +87,9 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
                 return {"error": "the node never became ready: " + node_process.output()[-400:]}
             if not act.wait_for_server(timeout_sec=30.0):
                 return {"error": "no act action server"}
+            # the arm's cameras and joint states flowing for a moment first, as on a robot that is up
+            if not _wait(lambda: len(heard) == 3 and min(heard.values()) >= 15, 60.0):
+                return {"error": f"the simulated arm's topics never all arrived ({heard}): " + sim.output()[-300:]}
             started = time.monotonic()
             goal = Act.Goal(instruction=bench_latency.INSTRUCTION, max_seconds=float(seconds), max_actions=0)
             sent = act.send_goal_async(goal)
