@@ -7,7 +7,7 @@ import io
 import threading
 import time
 from functools import cache
-from typing import Any, List, Optional
+from typing import Any, List
 
 from sequence_ai import ImageFrame, Observation, Proprioception, connect
 from sequence_ai._policy import Policy
@@ -86,13 +86,3 @@ def interrupt_after(policy: Policy, delay_s: float) -> threading.Timer:
     timer = threading.Timer(delay_s, policy.interrupt)
     timer.start()
     return timer
-
-
-def wait_until(predicate, timeout_s: float = 10.0, poll_s: float = 0.005) -> Optional[float]:
-    """Monotonic time at which predicate() first held, or None on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return time.monotonic()
-        time.sleep(poll_s)
-    return None

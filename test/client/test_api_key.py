@@ -5,14 +5,10 @@ $SEQUENCES_API_KEY."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 from _loop_robot import MODEL, observation
 
 from sequence_ai import AuthError, connect, models

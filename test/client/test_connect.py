@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import traceback
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest
 from _loop_robot import MODEL, Robot, observation, policy_for, run_kwargs

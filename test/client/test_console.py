@@ -3,11 +3,7 @@ onto the status line."""
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 from _loop_robot import Robot, policy_for, run_kwargs
 

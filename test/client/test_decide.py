@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
+from _scripted_gateway import ScriptedGateway
 
 from sequence_ai import DecideResult, InvalidRequest, Unavailable, decide
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from _scripted_gateway import ScriptedGateway
 
 QUESTIONS = {
     "zeta_is_urgent": {"type": "noul", "instructions": "Does this convey urgency?",

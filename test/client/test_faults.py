@@ -7,11 +7,7 @@ raised:<Class>, the exception is re-raised after hold, and hold fires exactly on
 from __future__ import annotations
 
 import math
-import os
-import sys
 import warnings
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest
 from _loop_robot import Robot, policy_for, run_kwargs

@@ -7,17 +7,13 @@ httpx."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import ssl
-import sys
 import threading
 from typing import List, Optional, Tuple
 
 import httpx
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 from _tls_cert import self_signed
 
 from sequence_ai import CertPinError

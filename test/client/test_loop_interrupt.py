@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-
 import pytest
-from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs, wait_until
+from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs
+from eventually import wait_until
 
 # Expected, documented warnings of the paths these tests drive on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore:model is warming", "ignore:the worker changed mid-episode")

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import base64
 import io
-import os
-import sys
 import warnings
 
 import pytest
+from _frames import natural_frame
 from PIL import Image
 
 from sequence_ai import ImageFrame, Observation, models, observation
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from _frames import natural_frame
 
 
 @pytest.fixture

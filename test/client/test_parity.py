@@ -12,9 +12,6 @@ import os
 import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
 from _loop_robot import observation, policy_for
 
 import sequence_ai

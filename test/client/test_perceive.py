@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import base64
 import io
-import os
-import sys
 
 import numpy as np
 import pytest
+from _frames import natural_frame
+from _scripted_gateway import ScriptedGateway
 from PIL import Image
 
 from sequence_ai import InvalidRequest, SequencesError, Unavailable, _perception, depth, detect, embed
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from _frames import natural_frame
-from _scripted_gateway import ScriptedGateway
 
 KEY = "seq_test_key_for_stub_0000"
 

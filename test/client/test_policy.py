@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(__file__))
-
 import pytest
-from _loop_robot import Robot, observation, policy_for, run_kwargs, wait_until
+from _loop_robot import Robot, observation, policy_for, run_kwargs
+from eventually import wait_until
 
 import sequence_ai
 from sequence_ai import ChunkExhausted, InvalidRequest, SequencesError

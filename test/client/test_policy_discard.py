@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
 from _loop_robot import Robot, observation, policy_for, run_kwargs
 
 from sequence_ai import ChunkExhausted

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 
 import pytest
+from _frames import natural_frame
 
 import sequence_ai
 from sequence_ai import Model, models, recipes
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from _frames import natural_frame
 
 
 @pytest.fixture

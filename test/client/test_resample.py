@@ -4,16 +4,10 @@ same split into bands as whole, and refusing a buffer that does not match its ge
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
-from PIL import Image
-
-sys.path.insert(0, os.path.dirname(__file__))
-
 from _frames import natural_frame
+from PIL import Image
 
 from sequence_ai import _resize
 from sequence_ai._resize import SizePlan

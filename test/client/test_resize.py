@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import base64
 import io
-import os
-import sys
 
 import numpy as np
 import pytest
+from _frames import natural_frame
 from PIL import Image
 
 from sequence_ai import Model, encode
 from sequence_ai._resize import plan
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from _frames import natural_frame
 
 PI05 = Model.from_wire({"id": "m/pi05-droid", "input_resize": "pad", "input_aspect_ratio": 1.7778,
                         "client_resize": {"size": [224, 224], "filter": "bilinear"}})

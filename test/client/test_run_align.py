@@ -3,11 +3,6 @@ comes (the reference, which steps the arm back)."""
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(__file__))
-
 import pytest
 from _loop_robot import Robot, observation, policy_for, run_kwargs
 

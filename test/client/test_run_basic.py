@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 from _loop_robot import Robot, policy_for, run_kwargs
 

@@ -4,10 +4,7 @@ preempt the driving thread that holds the GIL (sequence_ai/_fetch.py, docs/CLIEN
 from __future__ import annotations
 
 import os
-import sys
 import threading
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest
 from _loop_robot import Robot, policy_for, run_kwargs

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import http.server
-import os
 import ssl
-import sys
 import threading
 from typing import ClassVar
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 from _tls_cert import self_signed
 
 from sequence_ai import CertPinError

@@ -17,24 +17,13 @@ import time
 import httpx
 import psutil
 import pytest
+from eventually import wait_until
 from platform_helpers import connect
 
 from sequence_ai.platform.spawn import LocalPlatform
 
 MIB = 1024 * 1024
 
-
-def wait_until(predicate, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if predicate():
-                return True
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def _rss_mb(pid: int) -> float:

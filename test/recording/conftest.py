@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 # --import-mode=importlib does not put test folders on sys.path.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture

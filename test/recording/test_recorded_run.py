@@ -5,15 +5,13 @@ outcome; a bad `record` is refused before anything moves."""
 from __future__ import annotations
 
 import base64
-import os
-import sys
 
 import pytest
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "client"))
 
-from _loop_robot import Robot, interrupt_after, policy_for, run_kwargs, wait_until
+from _loop_robot import Robot, interrupt_after, policy_for, run_kwargs
+from eventually import wait_until
 
 from sequence_ai.recording import Recorder, read_run
 

@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from eventually import wait_until
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
 from _runs import scripted_run
@@ -22,21 +22,13 @@ from sequence_ai.recording import Recorder, read_run
 HERE = Path(__file__).resolve().parent
 
 
-def _wait_for(predicate, timeout_s: float, poll_s: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(poll_s)
-    return False
-
 
 def test_a_writer_killed_with_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path, capsys):
     path = tmp_path / "killed.mcap"
     writer = subprocess.Popen([sys.executable, str(HERE / "_writer_to_kill.py"), str(path), "0.1"])
     try:
         # Event-driven: kill once the file on disk already holds 100 commands in complete chunks.
-        assert _wait_for(lambda: path.exists() and len(read_run(path).commands) >= 100, 30.0), \
+        assert wait_until(lambda: path.exists() and len(read_run(path).commands) >= 100, 30.0), \
             "the writer never flushed 100 commands"
     finally:
         os.kill(writer.pid, signal.SIGKILL)

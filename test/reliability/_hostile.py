@@ -16,15 +16,12 @@ written by the helpers below (`send`, `trickle`, `endless`, `echo`).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import ssl
-import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
 from _tls_cert import self_signed
 
 from sequence_ai.platform import catalogue

@@ -13,8 +13,6 @@ the ROS cells run at the model's 15 Hz on one node shared by the module.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import threading
 import time
 import traceback
@@ -23,10 +21,6 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
-sys.path.insert(0, os.path.dirname(__file__))
-
 from _hostile import CHUNKED_HEAD, HostileUpstream, chunk_answer, echo, endless, send, trickle
 from _loop_robot import Robot, policy_for
 
@@ -252,8 +246,6 @@ ROS_ACTIONS = 20
 def ros_arm(local_platform, tmp_path_factory):
     """One node, its arm double and a planner, shared by every ROS cell of the module."""
     pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ros"))
-    sys.path.insert(0, os.path.dirname(__file__))
     from ros_harness import PolicyNodeFactory, RosHarness, start_arm
 
     harness = RosHarness()
@@ -268,7 +260,7 @@ def ros_arm(local_platform, tmp_path_factory):
 
 def _goal(node, planner, arm, fault: Fault, platform, arm_fault: Callable[[object], None]) -> Observed:
     from _ros_goals import GoalRun
-    from ros_harness import wait_for
+    from eventually import wait_until
 
     outcomes_before = len(planner.outcomes)
     when = fault.ros_when or fault.when
@@ -280,12 +272,12 @@ def _goal(node, planner, arm, fault: Fault, platform, arm_fault: Callable[[objec
         # Armed once the worker has answered the goal's first chunk, by the worker's own log:
         # counting commands as they reach this process would arm late (or after the goal) when
         # its DDS delivery stalls, and the fault would never happen.
-        assert wait_for(lambda: any(r["time"] >= sent_wall and r["status"] is not None
+        assert wait_until(lambda: any(r["time"] >= sent_wall and r["status"] is not None
                                     for r in platform.requests(limit=20)), 15.0), "the goal sent no request"
         arm_fault(platform)
     response = goal.wait(40.0)
     result = response.result
-    assert wait_for(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
+    assert wait_until(lambda: len(planner.outcomes) > outcomes_before, 3.0), "no RunOutcome was published"
     # The hold is published before the result; wait for every command the outcome counts.
     commands = [v for _, v in arm.settled_commands(result.outcome.actions + 1, since=sent)]
     seen = Observed(reason=result.outcome.reason, holds=int(result.outcome.held), actions=commands,
@@ -436,7 +428,7 @@ def test_a_goal_on_a_trickling_worker_ends_held_and_reported_and_the_next_goal_r
     """The node-level symptom of a trickling worker: a 3 s goal had no result after 40 s (the run
     blocked in /act/episode_end, whose timeout was per read) and the next goal was refused."""
     from _ros_goals import GoalRun
-    from ros_harness import wait_for
+    from eventually import wait_until
 
     up, harness, process, arm, planner = hostile_arm
     outcomes = len(planner.outcomes)
@@ -451,7 +443,7 @@ def test_a_goal_on_a_trickling_worker_ends_held_and_reported_and_the_next_goal_r
     result = response.result
     assert took < 20.0 and result.outcome.held, f"{result.outcome.reason} after {took:.1f} s"
     assert result.outcome.reason in ("raised:Unavailable", "timeout"), result.message
-    assert wait_for(lambda: len(planner.outcomes) > outcomes, 3.0), "no RunOutcome was published"
+    assert wait_until(lambda: len(planner.outcomes) > outcomes, 3.0), "no RunOutcome was published"
     assert up.worker.count("/act/episode_end") >= 1
     following = GoalRun(harness.node, planner, "pick up the cup", max_seconds=15.0, max_actions=8).wait(30.0)
     assert following.result.outcome.reason == "completed", following.result.message
@@ -463,16 +455,16 @@ def test_sigint_stops_a_node_whose_goal_waits_on_a_trickling_worker(hostile_arm)
     import signal
 
     from _ros_goals import GoalRun
-    from ros_harness import wait_for
+    from eventually import wait_until
 
     up, harness, process, arm, planner = hostile_arm
     up.worker.on("/act", trickle(chunk_answer()))
     up.worker.on("/act/episode_end", trickle(b"HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n" + b" " * 900, 0.1))
     before = up.worker.count("/act")
     GoalRun(harness.node, planner, "pick up the cup", max_seconds=30.0)
-    assert wait_for(lambda: up.worker.count("/act") > before, 15.0), "the goal sent no request"
+    assert wait_until(lambda: up.worker.count("/act") > before, 15.0), "the goal sent no request"
     process.process.send_signal(signal.SIGINT)
     started = time.monotonic()
-    assert wait_for(lambda: not process.running, 15.0), "SIGINT did not stop the node within 15 s"
+    assert wait_until(lambda: not process.running, 15.0), "SIGINT did not stop the node within 15 s"
     assert process.process.returncode == 0, process.output()[-2000:]
     assert time.monotonic() - started < 15.0

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 
 import pytest
+from _canned_server import CannedServer
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from _canned_server import CannedServer
 
 from sequence_ai import Model, SequencesError, connect
 from sequence_ai._admission import Grant, parse_grant, renew_after_s

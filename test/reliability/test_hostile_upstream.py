@@ -7,18 +7,12 @@ is redacted. The same attacks through every driving level are rows of test_fault
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 import traceback
 import warnings
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
-
 from _hostile import (
     API_KEY,
     CHUNKED_HEAD,

@@ -13,20 +13,17 @@ own for the duration of one goal.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 from typing import Callable, List
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
-sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ros"))
 
 from _ros_goals import GoalRun
 from builtin_interfaces.msg import Time
-from ros_harness import JOINTS, PolicyNodeFactory, RosHarness, start_arm, wait_for
+from eventually import wait_until
+from ros_harness import JOINTS, PolicyNodeFactory, RosHarness, start_arm
 from sensor_msgs.msg import Image, JointState
 from sequence_ai_ros.action import Act
 
@@ -125,7 +122,7 @@ def test_an_unusable_image_ends_the_goal_before_any_action(node_under_test, defe
     assert planner.outcomes[-1].reason == reason
     assert len(commands) == 1, f"only the hold may be published, got {len(commands)} commands"
     assert commands[0][:7] == pytest.approx(arm.q.tolist(), abs=1e-9), "the hold is where the arm is"
-    assert wait_for(lambda: f"{reason}: {topic}" in process.output(), 3.0), "the node did not log why"
+    assert wait_until(lambda: f"{reason}: {topic}" in process.output(), 3.0), "the node did not log why"
 
 
 @pytest.mark.parametrize("defect", ["unknown_encoding", "square_frame"])
@@ -139,13 +136,13 @@ def test_an_unusable_image_is_reported_on_diagnostics_before_any_goal(node_under
         def reported() -> bool:
             status = planner.diagnostics
             return status is not None and status.level == b"\x02" and topic in status.message
-        assert wait_for(reported, 5.0), planner.diagnostics
+        assert wait_until(reported, 5.0), planner.diagnostics
         values = {kv.key: kv.value for kv in planner.diagnostics.values}
         assert named in planner.diagnostics.message and named in values["bad_input"]
     finally:
         _stop(harness, timer)
         arm.silent_views.discard("wrist_left")
-    assert wait_for(lambda: planner.diagnostics.level == b"\x00", 5.0), "good frames again: back to OK"
+    assert wait_until(lambda: planner.diagnostics.level == b"\x00", 5.0), "good frames again: back to OK"
 
 
 def _joints(names: List[str], positions: Callable[[], List[float]]) -> Callable[[], JointState]:
@@ -205,7 +202,7 @@ def test_untrusted_joint_states_end_the_goal_with_one_hold_at_the_last_trusted_p
     assert len(commands) == 1, f"only the hold may be published, got {len(commands)} commands"
     assert commands[0][:7] == pytest.approx(trusted, abs=1e-9), "the hold must be the last trusted position"
     assert planner.outcomes[-1].reason == reason
-    assert wait_for(lambda: f"{reason}: " in process.output() and named in process.output(), 3.0), \
+    assert wait_until(lambda: f"{reason}: " in process.output() and named in process.output(), 3.0), \
         "the node did not log why"
 
 
@@ -217,11 +214,11 @@ def test_a_joint_state_stamped_in_the_future_is_reported_on_diagnostics(node_und
         def reported() -> bool:
             status = planner.diagnostics
             return status is not None and status.level == b"\x02" and "ahead" in status.message
-        assert wait_for(reported, 5.0), planner.diagnostics
+        assert wait_until(reported, 5.0), planner.diagnostics
     finally:
         _stop(harness, timer)
         arm.joint_states_on = True
-    assert wait_for(lambda: planner.diagnostics.level == b"\x00", 5.0), "good joint states again: back to OK"
+    assert wait_until(lambda: planner.diagnostics.level == b"\x00", 5.0), "good joint states again: back to OK"
 
 
 READABLE_JOINTS = {

@@ -5,18 +5,12 @@ oversized body never leaves the machine."""
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import time
 import traceback
 import warnings
 
 import httpx
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
-
 from _canned_server import CannedServer
 from _loop_robot import Robot, observation, policy_for, run_kwargs
 

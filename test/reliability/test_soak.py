@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import sys
 import threading
 import time
 import warnings
@@ -25,9 +24,6 @@ from dataclasses import dataclass, field
 from typing import List
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "client"))
-
 from _loop_robot import Robot, policy_for
 
 from sequence_ai import InvalidRequest, SequencesError

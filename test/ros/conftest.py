@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Iterator
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ros_harness import PolicyNodeFactory, RosHarness
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from eventually import wait_until
 from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -38,14 +39,6 @@ JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _namespaces = itertools.count(1)
 
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(poll_s)
-    return bool(predicate())
 
 
 class ArmDouble:
@@ -122,14 +115,14 @@ class ArmDouble:
         """The commands received since `since` once `expected` of them have arrived (or timeout_s
         passed), and a moment more for any extra one: this process may receive reliable samples
         late, after a repair."""
-        wait_for(lambda: len([t for t, _ in self.command_log() if t >= since]) >= expected, timeout_s)
+        wait_until(lambda: len([t for t, _ in self.command_log() if t >= since]) >= expected, timeout_s)
         time.sleep(0.2)
         return [(t, v) for t, v in self.command_log() if t >= since]
 
     def settled_stamps(self, expected: int, timeout_s: float = 5.0) -> List[float]:
         """The node's publish stamps (`sent_at`) once `expected` commands have arrived, and a moment
         more, as settled_commands: for timing by the node's clock rather than on arrival."""
-        wait_for(lambda: len(self.sent_at) >= expected, timeout_s)
+        wait_until(lambda: len(self.sent_at) >= expected, timeout_s)
         time.sleep(0.2)
         with self._lock:
             return list(self.sent_at)
@@ -206,7 +199,7 @@ class Planner:
         before = len(self.refusals)
         sent = self._send(instruction, max_seconds, max_actions, None)
         assert not sent.handle.accepted, "the goal was accepted"
-        assert wait_for(lambda: len(self.refusals) > before, 5.0), "no reason on ~/goal_refused"
+        assert wait_until(lambda: len(self.refusals) > before, 5.0), "no reason on ~/goal_refused"
         return self.refusals[-1]
 
     def _send(self, instruction: str, max_seconds: float, max_actions: int, feedback: Optional[list]) -> SentGoal:
@@ -237,7 +230,7 @@ class Planner:
         assert client.wait_for_service(timeout_sec=10.0)
         for _ in range(attempts):
             future = client.call_async(request)
-            if wait_for(future.done, timeout_s):
+            if wait_until(future.done, timeout_s):
                 return future.result()
         raise AssertionError(f"service did not answer ({attempts} attempt(s) of {timeout_s:g} s)")
 
@@ -317,7 +310,7 @@ def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **param
     process, ns = policy_node(platform, **parameters)
     arm = ArmDouble(ros.node, ns, command_type=parameters.get("command_type", "float64_multi_array"))
     planner = Planner(ros.node, ns)
-    ready = wait_for(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 30.0)
+    ready = wait_until(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 30.0)
     assert process.running, process.output()[-2000:]
     assert ready, "node never reported ready:\n" + process.output()[-2000:]
     return process, arm, planner

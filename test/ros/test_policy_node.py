@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ros_harness import Planner, start_arm, wait_for
+from eventually import wait_until
+from ros_harness import Planner, start_arm
 from sequence_ai_ros.action import Act
 from sequence_ai_ros.srv import SetInstruction
 
@@ -36,7 +37,7 @@ def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, poli
     assert result.status == Act.Result.STATUS_TIMEOUT
     assert result.outcome.reason == "timeout" and result.outcome.held
     # Reliable QoS: every command arrives, a lost sample after a repair (up to a heartbeat period).
-    assert wait_for(lambda: len(run_commands(arm, sent, time.monotonic())) >= result.outcome.actions + 1, 5.0)
+    assert wait_until(lambda: len(run_commands(arm, sent, time.monotonic())) >= result.outcome.actions + 1, 5.0)
     commands = run_commands(arm, sent, time.monotonic())
     # Timing at the node (each command's publish time), not on arrival here: this process may get
     # commands late and in a burst after a repair, which says nothing about the node's timer.
@@ -54,13 +55,13 @@ def test_goal_publishes_commands_at_the_model_frequency_and_an_outcome(ros, poli
     assert abs(typical - HZ) / HZ <= 0.4, f"typical interval is {1 / typical:.3f}s"
     assert result.outcome.actions == len(commands) - 1
     assert all(len(v) == 8 and all(math.isfinite(x) for x in v) for _, v in commands)
-    assert wait_for(lambda: planner.outcomes, 3.0)
+    assert wait_until(lambda: planner.outcomes, 3.0)
     published = planner.outcomes[-1]
     assert published.reason == "timeout" and published.actions == result.outcome.actions
     assert published.model == "pi05-droid" and published.final_instruction == "pick up the red cube"
     # Feedback at >= 2 Hz while the run lasted, by the run time each message carries (the node's
     # side; this process may receive reliable samples late, after a repair).
-    assert wait_for(lambda: feedback and feedback[-1][1].elapsed_s >= result.outcome.elapsed_s - 1.0, 5.0)
+    assert wait_until(lambda: feedback and feedback[-1][1].elapsed_s >= result.outcome.elapsed_s - 1.0, 5.0)
     stamps = [fb.elapsed_s for _, fb in feedback]
     assert len(stamps) >= 5 and (len(stamps) - 1) / (stamps[-1] - stamps[0]) >= 2.0
     assert max(b - a for a, b in zip(stamps, stamps[1:])) <= 1.0, stamps
@@ -92,10 +93,10 @@ def test_the_timer_thread_always_and_the_goal_thread_while_driving_run_under_sch
     pid = process.process.pid
     assert fifo_threads(pid) == 1, "the timer's thread runs under SCHED_FIFO from the start"
     handle = planner.send("pick up the red cube", max_seconds=2.5)
-    assert wait_for(lambda: fifo_threads(pid) == 2, 2.0), "the goal's thread is raised while it drives"
+    assert wait_until(lambda: fifo_threads(pid) == 2, 2.0), "the goal's thread is raised while it drives"
     result = Planner.result(handle).result
     assert result.outcome.reason == "timeout" and result.outcome.held
-    assert wait_for(lambda: fifo_threads(pid) == 1, 2.0), "the goal's thread is back to ordinary priority"
+    assert wait_until(lambda: fifo_threads(pid) == 1, 2.0), "the goal's thread is back to ordinary priority"
     assert "SCHED_FIFO refused" not in process.output()
 
 
@@ -104,7 +105,7 @@ def test_instruction_change_reaches_the_worker_within_lookahead_plus_one_chunks(
 
     process, arm, planner = start_arm(ros, policy_node, platform)
     handle = planner.send("pick up the red cube", max_seconds=4.0)
-    assert wait_for(lambda: len(arm.command_log()) > 10, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
     called_at = time.time()
     reply = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
     again = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
@@ -126,7 +127,7 @@ def test_instruction_change_reaches_the_worker_within_lookahead_plus_one_chunks(
     assert result.outcome.final_instruction == "open the top drawer"
     assert "open the top drawer" in planner.instructions
     # With no run, both services refuse and change nothing: a goal carries its own instruction.
-    assert wait_for(lambda: planner.instructions[-1] == "open the top drawer", 3.0)
+    assert wait_until(lambda: planner.instructions[-1] == "open the top drawer", 3.0)
     idle = planner.call(planner.set_instruction, SetInstruction.Request(instruction="wave"))
     assert not idle.accepted and "no run in progress" in idle.message
     stop = planner.call(planner.interrupt, Trigger.Request())
@@ -139,7 +140,7 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(ros, policy
 
     process, arm, planner = start_arm(ros, policy_node, platform)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 10, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
     called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     reply = planner.call(planner.interrupt, Trigger.Request())
     assert reply.success
@@ -161,7 +162,7 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(ros, policy
 def test_goal_cancel_stops_within_one_control_period_and_holds(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 10, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
     called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     assert planner.cancel(handle), "the cancel request was not answered"
     response = Planner.result(handle)
@@ -185,7 +186,7 @@ def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_rel
     process, arm, planner = start_arm(ros, policy_node, platform, estop_topic="estop")
     estop = ros.node.create_publisher(Bool, f"{arm.ns}/estop", ESTOP_QOS)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 10, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
     pressed = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     estop.publish(Bool(data=True))
     response = Planner.result(handle)
@@ -199,10 +200,10 @@ def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_rel
     assert after and after[-1] - pressed <= STOP_BOUND_S, f"last command {after[-1] - pressed:.3f}s after the e-stop"
     assert len(after) <= 3, f"{len(after)} commands after the e-stop"
     assert "e-stop" in planner.rejected("pick up the red cube", max_seconds=2.0)
-    assert wait_for(lambda: planner.diagnostics is not None and planner.diagnostics.level == b"\x02", 5.0), \
+    assert wait_until(lambda: planner.diagnostics is not None and planner.diagnostics.level == b"\x02", 5.0), \
         "diagnostics do not say the e-stop is engaged"
     estop.publish(Bool(data=False))
-    assert wait_for(lambda: planner.diagnostics.level != b"\x02", 5.0)
+    assert wait_until(lambda: planner.diagnostics.level != b"\x02", 5.0)
     again = Planner.result(planner.send("pick up the red cube", max_seconds=1.0)).result
     assert again.status == Act.Result.STATUS_TIMEOUT and again.outcome.actions > 0
 
@@ -210,7 +211,7 @@ def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_rel
 def test_stale_camera_stops_the_run_holds_and_says_which(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform, max_image_age_s=0.6)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     arm.silent_views.add("wrist_left")
     silenced = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     response = Planner.result(handle)
@@ -220,14 +221,14 @@ def test_stale_camera_stops_the_run_holds_and_says_which(ros, policy_node, platf
     assert outcome.reason == "stale_input" and "wrist_left" in outcome.message and outcome.held
     # When the node published its last command (the hold), not when it arrived here: this process
     # may receive reliable samples late, after a repair.
-    assert wait_for(lambda: len(arm.sent_at) >= outcome.actions + 1, 5.0)
+    assert wait_until(lambda: len(arm.sent_at) >= outcome.actions + 1, 5.0)
     assert max(arm.sent_at) - silenced <= 0.6 + STOP_BOUND_S + 0.2
 
 
 def test_nan_actions_are_never_published_and_the_run_aborts_held(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     platform.fault("nan_actions")
     response = Planner.result(handle)
     assert response.status == 6
@@ -254,7 +255,7 @@ def test_over_limit_actions_are_refused_before_publishing(ros, policy_node, plat
 def test_second_goal_while_busy_is_rejected_with_a_reason(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
     first = planner.send("pick up the red cube", max_seconds=4.0)
-    assert wait_for(lambda: len(arm.command_log()) > 3, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 3, 10.0)
     assert "busy" in planner.rejected("wave", max_seconds=4.0)
     assert Planner.result(first).result.status == Act.Result.STATUS_TIMEOUT
 
@@ -270,7 +271,7 @@ def test_invalid_goals_are_rejected_naming_the_field(ros, policy_node, platform)
 def test_worker_restart_mid_run_continues_or_ends_held_with_a_reason(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
     handle = planner.send("pick up the red cube", max_seconds=5.0)
-    assert wait_for(lambda: len(arm.command_log()) > 10, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
     platform.fault("restart_worker")
     response = Planner.result(handle)
     outcome = response.result.outcome
@@ -287,10 +288,10 @@ def test_warming_status_is_published_during_a_cold_start(ros, policy_node, platf
     platform.fault("warming", seconds=600.0, eta_s=3)
     process, ns = policy_node(platform)
     planner = Planner(ros.node, ns)
-    assert wait_for(lambda: any(w.warming for w in planner.warming) or not process.running, 60.0), \
+    assert wait_until(lambda: any(w.warming for w in planner.warming) or not process.running, 60.0), \
         process.output()[-2000:]
     platform.fault("warming", seconds=3.0, eta_s=3)
-    assert wait_for(lambda: any(w.ready for w in planner.warming), 30.0), process.output()[-2000:]
+    assert wait_until(lambda: any(w.ready for w in planner.warming), 30.0), process.output()[-2000:]
     warming = [w for w in planner.warming if w.warming]
     assert warming, "no warming status before ready"
     assert warming[0].model == "pi05-droid" and not warming[0].ready
@@ -349,7 +350,7 @@ def test_two_namespaced_nodes_drive_two_arms_at_once(ros, policy_node, platform)
     assert ra.status == rb.status == Act.Result.STATUS_TIMEOUT
     assert ra.outcome.actions > 20 and rb.outcome.actions > 20
     for arm, result in ((arm_a, ra), (arm_b, rb)):  # the last commands may still be on the wire
-        wait_for(lambda arm=arm, result=result: len(arm.command_log()) >= result.outcome.actions + 1, 5.0)
+        wait_until(lambda arm=arm, result=result: len(arm.command_log()) >= result.outcome.actions + 1, 5.0)
     assert len(arm_a.command_log()) == ra.outcome.actions + 1
     assert len(arm_b.command_log()) == rb.outcome.actions + 1
     # different instructions drive different motions
@@ -378,7 +379,7 @@ def test_until_topic_ends_the_run_with_reason_until(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform, until_topic="done")
     done = ros.node.create_publisher(Bool, f"{arm.ns}/done", 10)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     done.publish(Bool(data=True))
     response = Planner.result(handle)
     assert response.status == 4 and response.result.status == Act.Result.STATUS_UNTIL
@@ -399,7 +400,7 @@ def test_joint_trajectory_commands_carry_names_and_positions(ros, policy_node, p
     process, arm, planner = start_arm(ros, policy_node, platform, command_type="joint_trajectory")
     result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
     assert result.status == Act.Result.STATUS_TIMEOUT, result.message
-    wait_for(lambda: len(arm.trajectories) >= result.outcome.actions + 1, 5.0)  # this process may receive late
+    wait_until(lambda: len(arm.trajectories) >= result.outcome.actions + 1, 5.0)  # this process may receive late
     time.sleep(0.2)  # and a moment more for any extra one
     received = arm.trajectories
     assert len(received) == result.outcome.actions + 1
@@ -425,7 +426,7 @@ def test_velocity_interface_holds_with_zero_velocity(ros, policy_node, platform)
 def test_preempt_policy_interrupts_the_running_goal_for_the_new_one(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform, busy_policy="preempt")
     first = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     second = planner.send("open the drawer", max_seconds=1.5)
     preempted = Planner.result(first, timeout_s=10.0)
     assert preempted.status == 5 and preempted.result.outcome.reason == "interrupted"
@@ -453,10 +454,10 @@ def test_over_limit_actions_from_the_policy_are_never_published(ros, policy_node
 def test_shutdown_mid_run_holds_once_and_reports_shutdown(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform)
     planner.send("pick up the red cube", max_seconds=20.0)
-    assert wait_for(lambda: len(arm.command_log()) > 5, 10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     stopped = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     assert process.stop() == 0
-    assert wait_for(lambda: planner.outcomes, 5.0), "no outcome published before the node went down"
+    assert wait_until(lambda: planner.outcomes, 5.0), "no outcome published before the node went down"
     outcome = planner.outcomes[-1]
     assert outcome.reason == "shutdown" and outcome.held
     stamps = arm.settled_stamps(outcome.actions + 1)  # the last may still be on their way here
@@ -473,7 +474,7 @@ def test_diagnostics_report_loop_rate_latency_underruns_and_input_ages(ros, poli
     ros.node.create_subscription(DiagnosticArray, "/diagnostics",
                                  lambda m: seen.extend(s for s in m.status if s.name.startswith(arm.ns + "/")), 10)
     Planner.result(planner.send("pick up the red cube", max_seconds=2.5))
-    assert wait_for(lambda: len(seen) >= 2, 5.0)
+    assert wait_until(lambda: len(seen) >= 2, 5.0)
     values = {kv.key: kv.value for kv in seen[-1].values}
     assert float(values["control_hz_measured"]) == pytest.approx(HZ, rel=0.2)
     assert values["refill_latency_s"] and float(values["refill_latency_s"]) > 0
@@ -522,7 +523,7 @@ def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(
         simulator.wait(5)
     result = response.result
     # Timing by the node's publish stamps: this process may receive reliable samples late.
-    assert wait_for(lambda: len(arm.sent_at) >= result.outcome.actions + 1, 5.0)
+    assert wait_until(lambda: len(arm.sent_at) >= result.outcome.actions + 1, 5.0)
     published = sorted(arm.sent_at)
     times = published[:-1]  # the last one is the hold
     flowing = (times[-1] - times[0]) - result.outcome.underrun_s

@@ -7,9 +7,10 @@ import math
 
 import pytest
 import yaml
+from eventually import wait_until
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters, ListParameters
-from ros_harness import ArmDouble, Planner, wait_for
+from ros_harness import ArmDouble, Planner
 from sequence_ai_ros.action import Act
 
 from sequence_ai_ros.processes import NodeProcess, config_path
@@ -70,7 +71,7 @@ def test_policy_yaml_loads_into_the_node_with_every_value_and_type(ros, platform
         planner = Planner(ros.node, ns)
         lister = ros.node.create_client(ListParameters, f"{node}/list_parameters")
         getter = ros.node.create_client(GetParameters, f"{node}/get_parameters")
-        assert wait_for(lambda: lister.service_is_ready() or not process.running, 30.0)
+        assert wait_until(lambda: lister.service_is_ready() or not process.running, 30.0)
         assert process.running, "the node refused policy.yaml:\n" + process.output()[-2000:]
         declared = set(planner.call(lister, ListParameters.Request(depth=0), attempts=3).result.names)
         names = sorted(documented)
@@ -89,20 +90,20 @@ def test_a_goal_after_the_startup_timeout_warms_again_and_the_node_recovers(ros,
     arm = ArmDouble(ros.node, ns)
     planner = Planner(ros.node, ns)
     gave_up = lambda: any("startup_timeout_s" in w.message and not w.warming for w in planner.warming)  # noqa: E731
-    assert wait_for(lambda: gave_up() or not process.running, 30.0), process.output()[-2000:]
+    assert wait_until(lambda: gave_up() or not process.running, 30.0), process.output()[-2000:]
     assert process.running and not planner.ready()
 
     # A goal now starts another warm-up; it is itself rejected, saying so.
     refused = planner.rejected("pick up the red cube", max_seconds=1.0)
     assert "startup_timeout_s" in refused and "warming it again" in refused, refused
-    assert wait_for(lambda: planner.warming[-1].warming, 5.0), "no new warm-up reported"
+    assert wait_until(lambda: planner.warming[-1].warming, 5.0), "no new warm-up reported"
     again = planner.rejected("pick up the red cube", max_seconds=1.0)
     assert "not ready yet (warming" in again, again
     assert arm.command_log() == [], "a rejected goal moves nothing"
 
     # The worker comes up: the same node process reports ready and runs the next goal.
     platform.clear_faults("warming")
-    assert wait_for(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 15.0), \
+    assert wait_until(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 15.0), \
         process.output()[-2000:]
     response = Planner.result(planner.send("pick up the red cube", max_seconds=1.0), timeout_s=30.0)
     assert response.status == 4, response.result.message  # GoalStatus.STATUS_SUCCEEDED
@@ -116,7 +117,7 @@ def test_a_node_that_cannot_start_says_why_in_the_log_read_back_from_a_str_path(
     log = str(tmp_path / "policy_node.log")
     with NodeProcess("policy_node", namespace="/bad_arm", env=platform.env(), log_path=log,
                      parameters={"gripper_open_position": 0.5, "gripper_closed_position": 0.5}) as process:
-        assert wait_for(lambda: not process.running, 60.0)
+        assert wait_until(lambda: not process.running, 60.0)
         text = process.output()
     assert process.process.returncode == 1
     assert "cannot start" in text and "gripper_open_position and gripper_closed_position must differ" in text

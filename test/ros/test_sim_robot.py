@@ -8,8 +8,9 @@ import time
 
 import numpy as np
 import pytest
+from eventually import wait_until
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from ros_harness import HOME, JOINTS, wait_for
+from ros_harness import HOME, JOINTS
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -57,7 +58,7 @@ class SimWatcher:
             return self.states[index:]
 
     def frame_after(self, view: str, t: float, timeout_s: float = 5.0) -> Image:
-        assert wait_for(lambda: view in self.frames and self.frames[view][0] > t, timeout_s), f"no {view} frame"
+        assert wait_until(lambda: view in self.frames and self.frames[view][0] > t, timeout_s), f"no {view} frame"
         return self.frames[view][1]
 
 
@@ -71,7 +72,7 @@ def test_sim_robot_publishes_joint_states_and_16_9_cameras_follows_commands_and_
                      log_path=tmp_path / "sim_robot.log") as sim:
         watch = SimWatcher(ros.node, ns)
         started = time.monotonic()
-        assert wait_for(lambda: (watch.latest() is not None and len(watch.frames) == len(VIEWS)) or not sim.running,
+        assert wait_until(lambda: (watch.latest() is not None and len(watch.frames) == len(VIEWS)) or not sim.running,
                         20.0), "sim_robot published no joint states or frames:\n" + sim.output()[-2000:]
         assert sim.running, sim.output()[-2000:]
 
@@ -100,7 +101,7 @@ def test_sim_robot_publishes_joint_states_and_16_9_cameras_follows_commands_and_
             latest = watch.latest()
             return latest is not None and np.allclose(latest[2][:7], target, atol=1e-3) and latest[2][7] < 1e-3
 
-        assert wait_for(reached, 5.0, poll_s=0.05), f"arm did not reach the target: {watch.latest()[2]}"
+        assert wait_until(reached, 5.0, poll_s=0.05), f"arm did not reach the target: {watch.latest()[2]}"
         took = time.monotonic() - sent
         # No faster than the Franka's speed limits: 0.6 rad at 2.175 rad/s takes 0.28 s (gripper 0.4 s).
         assert took >= 0.6 / FRANKA_DQ_MAX[0] * 0.9, f"reached the target in {took:.3f}s"

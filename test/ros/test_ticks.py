@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from eventually import wait_until
 
 from sequence_ai_ros.ticks import TimerTicks
 
@@ -168,14 +169,6 @@ def test_standing_aside_is_bounded_when_no_command_follows_the_tick():
     assert 0.25 <= time.monotonic() - started < 2.0
     waiter.join(2.0)
 
-
-def wait_until(predicate, timeout_s: float = 2.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
 
 
 def test_a_tick_wait_is_woken_by_the_policy_interrupt_flag_not_by_polling_it():

@@ -10,16 +10,11 @@ is installed (make setup installs it from ../shared/ros2-cli-wheels).
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from typing import Dict, Iterator
 
 import pytest
 import yaml
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 from ros2_commands import Background, Ros2, status_ok
 
 from sequence_ai_ros.processes import config_path, ros2_cli, ros_environment
