@@ -18,6 +18,8 @@ import threading
 import time
 from typing import Any, Callable, Generic, List, Optional, TypeVar
 
+from ._waiting import InterruptFlag
+
 __all__ = ["Fetch", "background_thread"]
 
 T = TypeVar("T")
@@ -99,7 +101,7 @@ class Fetch(Generic[T]):
         self.started_at = time.monotonic()
         self._on_done = on_done
         self.finished_at: Optional[float] = None
-        self._abandoned = False  # a plain flag: read by the fetch's thread, set once by abandon()
+        self._abandoned = InterruptFlag()  # read as a plain attribute; a pause in the call can wait on it
         self._done = threading.Event()
         self._value: Any = None
         self._error: Optional[BaseException] = None
@@ -107,7 +109,7 @@ class Fetch(Generic[T]):
 
     def _run(self, call: Callable[[Callable[[], bool]], T]) -> None:
         try:
-            self._value = call(self._is_abandoned)
+            self._value = call(self._abandoned.is_set)
         except BaseException as exc:  # handed to the driving thread by result()
             self._error = exc
         finally:
@@ -133,8 +135,5 @@ class Fetch(Generic[T]):
             raise error
         return self._value
 
-    def _is_abandoned(self) -> bool:
-        return self._abandoned
-
     def abandon(self) -> None:
-        self._abandoned = True
+        self._abandoned.set()

@@ -7,11 +7,10 @@ pacer that blocks until the next timer tick, so the robot has exactly one clock.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Callable, Optional
 
-from ._waiting import InterruptFlag
+from ._waiting import POLL_S, InterruptFlag, wait_on
 
 try:
     from typing import Protocol
@@ -19,10 +18,6 @@ except ImportError:  # pragma: no cover - Python < 3.8
     Protocol = object  # type: ignore[assignment,misc]
 
 __all__ = ["POLL_S", "InterruptFlag", "MonotonicPacer", "Pacer"]
-
-# Longest MonotonicPacer sleeps without calling an `interrupted` it cannot block on (a plain
-# callable rather than the Policy's InterruptFlag or a threading.Event).
-POLL_S = 0.02
 
 
 class Pacer(Protocol):
@@ -58,14 +53,12 @@ class MonotonicPacer:
                 self.reanchors += 1
             self._next_due = now
         self._next_due += period_s
-        event = getattr(interrupted, "__self__", None)
-        if isinstance(event, (threading.Event, InterruptFlag)) and self._clock is time.monotonic:
-            # a flag's is_set: one wake-up per period, still immediate on interrupt
-            remaining = self._next_due - self._clock()
+        remaining = self._next_due - self._clock()
+        if self._clock is time.monotonic:
             if remaining > 0:
-                event.wait(remaining)
+                wait_on(interrupted, remaining)  # a flag wakes it at once; other callables are polled
             return
-        while not interrupted():
+        while not interrupted():  # an injected clock (tests): its sleep, in slices
             remaining = self._next_due - self._clock()
             if remaining <= 0:
                 return

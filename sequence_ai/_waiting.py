@@ -15,7 +15,9 @@ import threading
 import time
 from typing import Callable, List, Optional
 
-__all__ = ["InterruptFlag", "Interrupted", "Waiter"]
+__all__ = ["InterruptFlag", "Interrupted", "Waiter", "wait_on"]
+
+POLL_S = 0.02  # the longest wait between looks at a flag that cannot wake a wait itself
 
 
 class Interrupted(BaseException):
@@ -98,6 +100,22 @@ class Waiter:
     def sleep(self, seconds: float) -> None:
         """Sleep `seconds`, or raise Interrupted as soon as the flag goes up."""
         self.until(_never, time.monotonic() + seconds)
+
+
+def wait_on(is_set: Callable[[], bool], seconds: float) -> bool:
+    """Wait up to `seconds` for a flag: True as soon as `is_set()` holds. The `is_set` of an
+    InterruptFlag or a threading.Event wakes the wait itself (one blocking call); any other
+    callable is looked at every POLL_S."""
+    flag = getattr(is_set, "__self__", None)
+    if isinstance(flag, (InterruptFlag, threading.Event)):
+        return bool(flag.wait(max(0.0, seconds)))
+    end = time.monotonic() + seconds
+    while not is_set():
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(remaining, POLL_S))
+    return True
 
 
 def _never() -> bool:

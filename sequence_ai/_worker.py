@@ -35,6 +35,7 @@ from ._transport import (
     WorkerTransportFactory,
     compact_json,
 )
+from ._waiting import wait_on
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
 
@@ -324,14 +325,10 @@ class WorkerConnection:
         return fresh
 
     def _pause(self, seconds: float, cancelled: Callable[[], bool], trace: ActTrace, overhead: bool = True) -> None:
-        end = self._clock() + seconds
-        while True:
-            if cancelled():
-                raise Abandoned("request abandoned")
-            remaining = end - self._clock()
-            if remaining <= 0:
-                break
-            time.sleep(min(remaining, 0.02))
+        """Back off `seconds`, or stop at once when the request is abandoned (the fetch's flag
+        wakes the wait: no poll)."""
+        if cancelled() or wait_on(cancelled, seconds):
+            raise Abandoned("request abandoned")
         if overhead:
             trace.overhead_s += seconds
 

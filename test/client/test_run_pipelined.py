@@ -49,7 +49,7 @@ def test_above_the_window_the_arm_keeps_moving_with_requests_in_flight_together(
 
 def test_before_pipelining_the_same_run_stops_once_per_chunk(platform):
     out, _ = drive(platform, 700, 32, lookahead=1)
-    assert out.underruns >= 3 and out.underrun_s > 0.4, out
+    assert out.underruns >= 3 and out.underrun_s > 0.15, out  # each stall: the latency less the window
 
 
 def test_below_the_window_one_request_is_in_flight_and_nothing_stalls(platform):

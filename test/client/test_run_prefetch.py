@@ -8,13 +8,13 @@ import pytest
 from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs
 
 
-def test_prefetch_hides_300ms_latency_with_zero_underruns_over_150_actions(platform):
+def test_prefetch_hides_300ms_latency_with_zero_underruns_over_90_actions(platform):
     platform.fault("latency", ms=300)
     robot = Robot()
     with policy_for(platform) as policy:
-        out = policy.run(**run_kwargs(robot), max_actions=150)
+        out = policy.run(**run_kwargs(robot), max_actions=90)
         estimate = policy.progress().refill_latency_s
-    assert out.reason == "completed" and out.actions == 150
+    assert out.reason == "completed" and out.actions == 90
     assert out.underruns == 0 and robot.underruns == [], out
     assert 0.25 < estimate < 0.6
 
