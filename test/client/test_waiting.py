@@ -55,3 +55,29 @@ def test_sleep_is_cut_short_by_an_interrupt_that_comes_first():
     with pytest.raises(Interrupted):
         waiter.sleep(30.0)
     assert time.monotonic() - started < 10.0
+
+
+def test_wait_on_a_flag_blocks_on_it_and_wakes_when_it_is_set():
+    from sequence_ai._waiting import wait_on
+
+    class CountingFlag(InterruptFlag):
+        looks = 0
+
+        def is_set(self):
+            CountingFlag.looks += 1
+            return super().is_set()
+
+    flag = CountingFlag()
+    threading.Timer(0.3, flag.set).start()
+    started = time.monotonic()
+    assert wait_on(flag.is_set, 30.0) is True
+    assert time.monotonic() - started < 10.0 and CountingFlag.looks == 0  # one blocking wait, no looks
+
+
+def test_wait_on_a_plain_callable_looks_until_it_holds_or_time_runs_out():
+    from sequence_ai._waiting import wait_on
+
+    state = {"up": False}
+    assert wait_on(lambda: state["up"], 0.1) is False
+    threading.Timer(0.1, lambda: state.update(up=True)).start()
+    assert wait_on(lambda: state["up"], 10.0) is True
