@@ -9,7 +9,7 @@ conversion invented here. `CommandPublisher` puts commands (and the hold) on the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Duration
 from std_msgs.msg import Float64MultiArray
@@ -98,6 +98,7 @@ class CommandPublisher:
         self._dry = config.dry_run
         self.message_type = JointTrajectory if config.command_type == "joint_trajectory" else Float64MultiArray
         self._publisher = node.create_publisher(self.message_type, config.command_topic, qos)
+        self.recorder: Any = None  # record_dir: the goal's Recorder, told of every command published
 
     def publish(self, command: Command, period_s: float) -> None:
         message = self._message(command, period_s)
@@ -105,15 +106,23 @@ class CommandPublisher:
             self._log(f"dry_run: {command.interface} command {list(command.joints)} gripper {command.gripper}")
             return
         self._publisher.publish(message)
+        recorder = self.recorder
+        if recorder is not None:
+            names, values = self._named_values(command)
+            recorder.arm_command(names, values, velocity=command.interface == "velocity")
+
+    def _named_values(self, command: Command) -> Tuple[List[str], List[float]]:
+        values: List[float] = list(command.joints)
+        names = list(self.config.joint_names)
+        if self.config.command_includes_gripper and command.gripper is not None:
+            values.append(float(command.gripper))
+            names.append(self.config.gripper_joint)
+        return names, values
 
     def _message(self, command: Command, period_s: float):
-        values: List[float] = list(command.joints)
-        include_gripper = self.config.command_includes_gripper and command.gripper is not None
-        if include_gripper:
-            values.append(float(command.gripper))
+        names, values = self._named_values(command)
         if self.message_type is Float64MultiArray:
             return Float64MultiArray(data=values)
-        names = list(self.config.joint_names) + ([self.config.gripper_joint] if include_gripper else [])
         point = JointTrajectoryPoint()
         if command.interface == "velocity":
             point.velocities = values

@@ -33,6 +33,7 @@ class GoalRun:
         # A ~/set_instruction change asked for before the run began (run() puts the goal's own in
         # force when it starts): it goes with the first request.
         self.requested: Optional[str] = None
+        self.recorder: Any = None  # record_dir: this goal's sequence_ai.recording.Recorder
         self._interrupt = interrupt
         self._lock = threading.Lock()
         self._reason: Optional[str] = None

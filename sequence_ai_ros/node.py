@@ -41,6 +41,7 @@ from .commands import CommandMapping, CommandPublisher
 from .companions import companion_node, subscribe_inputs
 from .diagnostics import TickRate, policy_loop_status
 from .estop import EStop
+from .goal_recording import GoalRecordings
 from .goal_run import GoalRun, GoalSlot
 from .outcome import SUCCEEDED, as_reported, end_goal, ending_of, feedback_message, outcome_message, status_for
 from .parameters import ConfigError
@@ -81,6 +82,9 @@ class PolicyNode(Node):
         parameters.check_against_model(c, self.model)
         mapping = CommandMapping(self.model, c)
         self.control_hz = float(self.model.control_hz or 15.0)
+        # record_dir: one MCAP file per goal (goal_recording.py); a folder it cannot use stops here.
+        self.recordings = GoalRecordings.for_node(c, self.model, self.get_fully_qualified_name(),
+                                                  self.get_logger().error)
 
         # Inputs: the latest sample of each topic, on a companion node (companions.py).
         self.inputs_node = companion_node(self, "inputs", argv)
@@ -130,6 +134,7 @@ class PolicyNode(Node):
             f"{self.model.short_id} at {self.control_hz:g} Hz, {c.command_interface} commands on "
             f"{c.command_topic} ({c.command_type}){' [dry run]' if c.dry_run else ''}"
             f"{f', e-stop on {self.estop.topic}' if self.estop else ''}"
+            f"{f', recording each goal to {self.recordings.folder}' if self.recordings else ''}"
         )
 
     # -- clock ----------------------------------------------------------------------------------
@@ -225,6 +230,9 @@ class PolicyNode(Node):
         self.ticks.reset()
         max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
         max_seconds = self.run_clock.start(float(goal.max_seconds))  # sim time: checked on the ticks
+        if self.recordings is not None:
+            run.recorder = self.recordings.open(bytes(run.goal_handle.goal_id.uuid).hex())
+            self.arm.publisher.recorder = run.recorder  # every command and hold as published
 
         def observe() -> Any:
             run.check()  # a stop that came before run() began (it clears the interrupt flag)
@@ -252,7 +260,7 @@ class PolicyNode(Node):
                 prefetch=c.prefetch, lookahead=c.lookahead or "auto", stitch="none" if c.dry_run else c.stitch,
                 smooth_seam=c.smooth_seam,
                 startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
-                progress=False, instruction=run.instruction,
+                progress=False, instruction=run.instruction, record=run.recorder,
             )
             reason = outcome.reason
             if reason == "validate":
@@ -262,7 +270,11 @@ class PolicyNode(Node):
             if reason.startswith("raised:") and not isinstance(exc, sequence_ai.SequencesError):
                 self.get_logger().error(f"run failed: {type(exc).__name__}: {message}")
         finally:
+            unheld = not run.held.is_set()
             hold()  # exactly once, on every ending (completion included)
+            if unheld and run.recorder is not None:
+                run.recorder.hold(reason or "completed")  # the client records the holds it made
+            self.arm.publisher.recorder = None
             self.priority.restore(before)
             elapsed = self.run_clock.finish()
         if reason == "interrupted" and run.stop_reason:
@@ -274,13 +286,18 @@ class PolicyNode(Node):
         if not message and outcome is not None:
             message = str(outcome)
         return self._finish(run.goal_handle, outcome, reason, message, held=run.held.is_set(),
-                            instruction=self.policy.instruction or goal.instruction)
+                            instruction=self.policy.instruction or goal.instruction, recorder=run.recorder)
 
-    def _finish(self, goal_handle: Any, outcome: Any, reason: str, message: str, *, held: bool, instruction: str) -> Any:
+    def _finish(self, goal_handle: Any, outcome: Any, reason: str, message: str, *, held: bool, instruction: str,
+                recorder: Any = None) -> Any:
         msg = outcome_message(outcome, reason=reason, message=message, model=self.model.short_id,
                               instruction=instruction, held=held, stamp=self.get_clock().now().to_msg())
+        if recorder is not None:
+            msg.recording = recorder.path
         if reason != "rejected":
             self.outcome_pub.publish(msg)
+        if recorder is not None:
+            self.recordings.finish(recorder, msg)  # the file is finished off this thread
         status, terminal = status_for(reason)
         text = f"run ended: {reason}{': ' + message if message else ''}"
         # rclpy refuses two severities from one call site, hence two calls.
@@ -329,8 +346,11 @@ class PolicyNode(Node):
         run = self.goals.run
         if run is None:
             return
-        feedback = feedback_message(self.policy.progress(), started=run.started, instruction=run.instruction,
+        progress = self.policy.progress()
+        feedback = feedback_message(progress, started=run.started, instruction=run.instruction,
                                     elapsed_s=self.run_clock.elapsed_s())  # sim time: ROS time, like max_seconds
+        if run.recorder is not None and run.started:
+            run.recorder.feedback(progress)
         try:
             run.goal_handle.publish_feedback(feedback)
         except Exception:
@@ -357,4 +377,6 @@ class PolicyNode(Node):
         if run is not None:
             run.stop("shutdown")
             self.goals.wait_idle(5.0)
+        if self.recordings is not None:
+            self.recordings.close()  # bounded: files still being finished
         self.policy.close()

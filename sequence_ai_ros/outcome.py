@@ -134,4 +134,5 @@ def outcome_message(
         msg.max_seam_jump = _nan_if_none(outcome.max_seam_jump)
         msg.observe_s = float(outcome.observe_s)
         msg.action_space = outcome.action_space or ""
+        msg.recording_frames_dropped = int(getattr(outcome, "recording_frames_dropped", 0))
     return msg

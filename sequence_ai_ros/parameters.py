@@ -64,6 +64,7 @@ class NodeConfig:
     feedback_period_s: float
     diagnostics_period_s: float
     realtime_priority: int
+    record_dir: str  # "": no recording
 
 
 def _descriptor(description: str, *, floats: Optional[Tuple[float, float]] = None,
@@ -110,6 +111,7 @@ PARAMETERS = {
     "estop_topic": ("", dict(description="Optional latched std_msgs/Bool e-stop: true stops the running goal (hold, outcome estop) and refuses goals until false")),
     "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
     "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
+    "record_dir": ("", dict(description="Folder for one MCAP recording per goal (<UTC time>-<goal id>.mcap; docs/RECORDING.md); empty (default) = no recording")),
     "realtime_priority": (0, dict(description="SCHED_FIFO priority of the control threads (timer and goal) when the OS allows it; 0 (default) = ordinary scheduling", ints=(0, 98))),
 }
 
@@ -216,4 +218,5 @@ def read(node: Node) -> NodeConfig:
         feedback_period_s=float(_value(node, "feedback_period_s")),
         diagnostics_period_s=float(_value(node, "diagnostics_period_s")),
         realtime_priority=int(_value(node, "realtime_priority")),
+        record_dir=str(_value(node, "record_dir")),
     )

@@ -10,6 +10,7 @@ Each builder returns a list of (topic, schema name, message, log time ns). The t
     /policy/chunk                        sequence_ai_record/ActionChunk  each answer, when it arrived
     /policy/command                      sequence_ai_record/Command      each action handed to the robot
     /policy/hold                         sequence_ai_record/Hold         each hold
+    /policy/arm_command                  sensor_msgs/JointState          each command the ROS node published
     /policy/feedback                     sequence_ai_record/Progress     progress snapshots
     /policy/outcome                      sequence_ai_record/RunOutcome   once, last
 """
@@ -30,7 +31,7 @@ Built = List[Tuple[str, str, Dict[str, Any], int]]
 TOPICS = {
     "run": "/policy/run", "joints": "/policy/joint_states", "instruction": "/policy/instruction",
     "request": "/policy/request", "chunk": "/policy/chunk", "command": "/policy/command", "hold": "/policy/hold",
-    "feedback": "/policy/feedback", "outcome": "/policy/outcome",
+    "feedback": "/policy/feedback", "outcome": "/policy/outcome", "arm": "/policy/arm_command",
 }
 CAMERA_PREFIX = "/policy/camera/"
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]")
@@ -111,6 +112,14 @@ def joint_state(log_ns: int, proprioception: Any, joint_names: Sequence[str]) ->
     message = {"header": header(log_ns), "name": names, "position": joints + gripper,
                "velocity": [float(v) for v in velocities] if velocities else [], "effort": []}
     return [(TOPICS["joints"], "sensor_msgs/JointState", message, log_ns)]
+
+
+def arm_command(log_ns: int, names: Sequence[str], values: Sequence[float], velocity: bool) -> Built:
+    """What went out on the robot's command topic, in joint units: positions, or velocities."""
+    values = [float(v) for v in values]
+    message = {"header": header(log_ns), "name": list(names), "position": [] if velocity else values,
+               "velocity": values if velocity else [], "effort": []}
+    return [(TOPICS["arm"], "sensor_msgs/JointState", message, log_ns)]
 
 
 def request(log_ns: int, rid: str, text: str, episode_id: str, actions_at_submit: int, views: Sequence[str]) -> Built:

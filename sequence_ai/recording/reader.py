@@ -63,6 +63,7 @@ class RunRecord:
     holds: List[Tuple[int, str, int]] = field(default_factory=list)  # (t_ns, reason, actions so far)
     instructions: List[Tuple[int, str]] = field(default_factory=list)
     joint_states: List[Any] = field(default_factory=list)
+    arm_commands: List[Any] = field(default_factory=list)  # JointState: what the ROS node published
     feedback: List[Any] = field(default_factory=list)
     frames: List[Frame] = field(default_factory=list)  # only with read_run(..., frames=True)
     frame_counts: Dict[str, int] = field(default_factory=dict)  # camera topic's view -> frames in the file
@@ -144,6 +145,8 @@ def _take(record: RunRecord, topic: str, log_ns: int, message: Any) -> None:
         record.instructions.append((log_ns, message.data))
     elif topic == TOPICS["joints"]:
         record.joint_states.append(message)
+    elif topic == TOPICS["arm"]:
+        record.arm_commands.append(message)
     elif topic == TOPICS["feedback"]:
         record.feedback.append(message)
     elif topic == TOPICS["run"]:

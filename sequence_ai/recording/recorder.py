@@ -147,6 +147,12 @@ class Recorder:
     def hold(self, reason: str, t: Optional[float] = None) -> None:
         self._queue(m.hold, self.stamp_ns(t), reason, self._actions)
 
+    def arm_command(self, names: Sequence[str], values: Sequence[float], *, velocity: bool = False,
+                    t: Optional[float] = None) -> None:
+        """A command as published to the robot (the ROS node: each command and hold on its command
+        topic), in joint units: positions, or velocities with `velocity`."""
+        self._queue(m.arm_command, self.stamp_ns(t), tuple(names), tuple(values), velocity)
+
     def feedback(self, progress: Any, t: Optional[float] = None) -> None:
         """A RunProgress (or anything with its fields), e.g. each action-feedback message."""
         self._queue(m.progress, self.stamp_ns(t), m.progress_fields(progress))

@@ -1,0 +1,105 @@
+"""record_dir: the policy node, in its own process over real topics, records each goal to an MCAP
+file of its own — what the model saw, what it answered, what went out on the command topic, and
+the node's outcome — and a node killed mid-goal leaves a file readable to its last chunk."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import time
+
+import pytest
+from eventually import wait_until
+from ros_harness import JOINTS, Planner, start_arm
+from sequence_ai_ros.srv import SetInstruction
+
+pytest.importorskip("mcap", reason="needs the [record] extra")
+from PIL import Image as PILImage  # noqa: E402
+
+from sequence_ai.recording import read_run  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+
+def _read_when(path, predicate, timeout_s=20.0):
+    """The recording at `path` once `predicate(record)` holds (the file is written off the loop)."""
+    found = []
+
+    def ready():
+        record = read_run(path, frames=True)
+        if predicate(record):
+            found.append(record)
+            return True
+        return False
+
+    assert wait_until(ready, timeout_s, poll_s=0.2), f"{path} never satisfied the check"
+    return found[0]
+
+
+def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readable_one(ros, policy_node, platform,
+                                                                                        tmp_path):
+    folder = tmp_path / "runs"  # created by the node
+    process, arm, planner = start_arm(ros, policy_node, platform, record_dir=str(folder))
+
+    # 1. A goal that completes, with an instruction change on the way.
+    sent = time.monotonic()
+    goal = planner.send("pick up the red cube", max_seconds=30.0, max_actions=45)
+    assert wait_until(lambda: len(arm.command_log()) >= 10, 20.0)
+    changed = planner.call(planner.set_instruction, SetInstruction.Request(instruction="put it on the plate"))
+    assert changed.accepted
+    result = Planner.result(goal).result
+    assert result.outcome.reason == "completed", result.message
+    path = result.outcome.recording
+    assert path.startswith(str(folder)) and path.endswith(".mcap"), path
+    record = _read_when(path, lambda r: r.complete)
+    assert result.outcome.recording_frames_dropped == 0
+    assert wait_until(lambda: len([t for t, _ in arm.command_log() if t >= sent]) >= result.outcome.actions + 1, 5.0)
+    received = [values for t, values in arm.command_log() if t >= sent]
+
+    # What the model saw: per request, the joints and both views' frames after the client's resize.
+    assert len(record.requests) >= result.outcome.chunks and len(record.joint_states) == len(record.requests)
+    assert list(record.joint_states[0].name) == JOINTS + ["gripper"]  # pi05-droid reads the gripper too
+    assert record.frame_counts == {"exterior_1": len(record.requests), "wrist_left": len(record.requests)}
+    assert PILImage.open(io.BytesIO(record.frames[0].data)).size == (224, 224)  # the camera sends 448×252
+    assert [text for _, text in record.instructions] == ["pick up the red cube", "put it on the plate"]
+    assert {r.instruction for r in record.requests} == {"pick up the red cube", "put it on the plate"}
+    # What it answered and what played: each action names the request and row it came from.
+    answered = {a.rid: a for a in record.answers if not a.error}
+    assert len(record.commands) == result.outcome.actions
+    assert all(c.rid in answered and c.row_index < len(answered[c.rid].steps) for c in record.commands)
+    # What went out on the command topic, the hold included, equal to what the arm received.
+    published = [list(c.position) for c in record.arm_commands]
+    assert len(published) == len(received) == result.outcome.actions + 1
+    assert all(sent_row == pytest.approx(got) for sent_row, got in zip(published, received))
+    assert list(record.arm_commands[0].name) == JOINTS + ["fr3_finger_joint1"]
+    assert record.holds[-1][1] == "completed" and record.holds[-1][2] == result.outcome.actions
+    # The node's own feedback and outcome message.
+    assert record.feedback and record.feedback[-1].actions <= result.outcome.actions
+    assert (record.outcome.reason, record.outcome.actions, record.outcome.frames_dropped) == (
+        "completed", result.outcome.actions, 0)
+    assert record.outcome.final_instruction == "put it on the plate"
+    extra = json.loads(record.run.extra_json)
+    assert extra["node"].endswith("/sequence_ai_policy") and path.endswith(f"-{extra['goal_id'][:8]}.mcap")
+
+    # 2. A node killed with SIGKILL mid-goal: its file reads back up to the last complete chunk.
+    planner.send("pick up the red cube", max_seconds=60.0)
+    second = wait_until(lambda: [p for p in folder.glob("*.mcap") if str(p) != path], 20.0)
+    assert second, "no file for the second goal"
+    [killed] = [p for p in folder.glob("*.mcap") if str(p) != path]
+    _read_when(killed, lambda r: len(r.commands) >= 30, timeout_s=30.0)
+    process.process.send_signal(signal.SIGKILL)
+    process.process.wait(10.0)
+    record = read_run(killed)
+    assert not record.complete and record.outcome is None
+    assert len(record.commands) >= 30 and len(record.arm_commands) >= 30
+    assert all(c.rid in {a.rid for a in record.answers} for c in record.commands)
+
+
+def test_a_record_dir_the_node_cannot_write_stops_it_at_startup_naming_it(policy_node, platform, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    process, _ = policy_node(platform, record_dir=str(blocker / "runs"))
+    assert process.process.wait(60.0) != 0
+    output = process.output()
+    assert "FATAL" in output and f"record_dir '{blocker / 'runs'}' cannot be created" in output, output[-2000:]
