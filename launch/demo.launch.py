@@ -1,7 +1,7 @@
 """The simulated arm and the policy node together (the local platform runs separately:
 `sequence-ai serve`, then export the SEQUENCES_BASE_URL and SEQUENCES_API_KEY it prints).
 
-    ros2 launch sequence_ai_ros demo.launch.py [namespace:=arm1]
+    ros2 launch sequence_ai_ros demo.launch.py [namespace:=arm1] [record_dir:=out/recordings]
 
 The policy node comes from policy.launch.py. When either process ends (the policy node cannot
 start without SEQUENCES_API_KEY, say), the whole demo ends with it.
@@ -22,7 +22,7 @@ from launch import LaunchDescription
 
 def generate_launch_description():
     share = get_package_share_directory("sequence_ai_ros")
-    arguments = {name: LaunchConfiguration(name) for name in ("params_file", "namespace", "log_level")}
+    arguments = {name: LaunchConfiguration(name) for name in ("params_file", "namespace", "log_level", "record_dir")}
     return LaunchDescription([
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "demo.yaml"),
                               description="Parameter YAML of both nodes (sequence_ai_policy and sim_robot)"),
@@ -30,6 +30,8 @@ def generate_launch_description():
                               description="Namespace of the arm and its policy node (one pair per namespace)"),
         DeclareLaunchArgument("log_level", default_value="info", choices=["debug", "info", "warn", "error", "fatal"],
                               description="Log level of both nodes"),
+        DeclareLaunchArgument("record_dir", default_value="",
+                              description="Record each goal to one MCAP file in this folder (empty: no recording)"),
         Node(package="sequence_ai_ros", executable="sim_robot", name="sim_robot",
              namespace=arguments["namespace"], parameters=[arguments["params_file"]],
              ros_arguments=["--log-level", arguments["log_level"]], output="screen",

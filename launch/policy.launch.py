@@ -1,6 +1,7 @@
 """On the robot: one sequence_ai_policy node per arm.
 
     ros2 launch sequence_ai_ros policy.launch.py params_file:=/path/policy.yaml namespace:=left_arm
+    ros2 launch sequence_ai_ros policy.launch.py record_dir:=$HOME/runs    # one MCAP file per goal
 
 The API key comes from the environment (SEQUENCES_API_KEY), never from a parameter. A node that
 cannot start (no key, a parameter it cannot run with) logs why at FATAL and exits with status 1.
@@ -9,7 +10,7 @@ cannot start (no key, a parameter it cannot run with) logs why at FATAL and exit
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -29,15 +30,28 @@ def generate_launch_description():
                                           "simulated time (read once at startup)"),
         DeclareLaunchArgument("log_level", default_value="info", choices=["debug", "info", "warn", "error", "fatal"],
                               description="Log level of the node"),
+        DeclareLaunchArgument("record_dir", default_value="",
+                              description="Record each goal to one MCAP file in this folder (overrides the "
+                                          "params file's record_dir; empty: the params file decides)"),
+        OpaqueFunction(function=_policy_node),
+    ])
+
+
+def _policy_node(context):
+    overrides = {"use_sim_time": LaunchConfiguration("use_sim_time")}
+    record_dir = LaunchConfiguration("record_dir").perform(context)
+    if record_dir:  # only when given: an empty default must not clear the params file's
+        overrides["record_dir"] = os.path.expanduser(record_dir)
+    return [
         Node(
             package="sequence_ai_ros",
             executable="policy_node",
             name="sequence_ai_policy",
             namespace=LaunchConfiguration("namespace"),
-            parameters=[LaunchConfiguration("params_file"), {"use_sim_time": LaunchConfiguration("use_sim_time")}],
+            parameters=[LaunchConfiguration("params_file"), overrides],
             ros_arguments=["--log-level", LaunchConfiguration("log_level")],
             output="screen",
             # No emulate_tty: a redirected log stays free of colour codes. Python output unbuffered.
             additional_env={"PYTHONUNBUFFERED": "1"},
         ),
-    ])
+    ]

@@ -6,8 +6,10 @@ Starts the local platform at pi05-droid's real warm latency (0.6-0.8 s per reque
 for a worker that answers at once), then `ros2 launch sequence_ai_ros demo.launch.py` (the
 simulated arm and the policy node; without the ros2 tools, the same two nodes as processes),
 sends an `act` goal, changes the instruction mid-run through ~/set_instruction, prints feedback
-and the final RunOutcome, and writes a PNG timeline of the run (commands per joint, the time the
-arm held, seams, chunk arrivals, instruction changes).
+and the final RunOutcome. The node records the goal (record_dir: `<out>/recordings/`, one MCAP
+file per goal) and the PNG timeline of the run is drawn from that file, as `sequence-ai replay`
+draws it: the commands per joint as published, the time the arm held, seams, instruction
+changes, and every request's latency.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--instant", action="store_true", help="a worker that answers at once (no injected latency)")
     parser.add_argument("--without-launch", action="store_true",
                         help="start the two nodes as processes even where ros2 launch is installed")
-    parser.add_argument("--out", type=Path, default=Path("out"), help="where the timeline PNG is written")
+    parser.add_argument("--out", type=Path, default=Path("out"),
+                        help="where the recording (recordings/) and the timeline PNG are written")
     args = parser.parse_args(argv)
 
     import rclpy
@@ -60,51 +63,72 @@ def main(argv: Optional[List[str]] = None) -> int:
     with LocalPlatform(*latency) as platform:
         print(f"[demo] local platform at {platform.base_url} (worker {platform.worker_url}), "
               + ("instant worker" if args.instant else f"latency {args.latency_ms:g} ms +-{100 * args.jitter:.0f} %"))
-        with _nodes(platform.env(), logs, args.without_launch) as output:
+        record_dir = (args.out / "recordings").absolute()
+        with _nodes(platform.env(), logs, args.without_launch, record_dir) as output:
             rclpy.init()
             try:
-                recorder = _Recorder()
-                result = recorder.drive(args, started)
+                result = _Planner().drive(args, started)
             finally:
                 rclpy.shutdown()
         if result is None:
             print("[demo] the run did not finish; log:\n" + output()[-3000:], file=sys.stderr)
             return 1
-    from .timeline import plot_timeline
-
-    image = plot_timeline(recorder.timeline(result), args.out / "demo-timeline.png")
-    print(f"[demo] timeline written to {image}")
+    image = _plot_recording(result.outcome.recording, args.out / "demo-timeline.png")
+    if image is None:
+        return 1
+    print(f"[demo] timeline written to {image} (from the recording)")
     print(f"[demo] done in {time.monotonic() - started:.1f}s")
     return 0 if result.status in (0, 1, 2) else 1
 
 
+def _plot_recording(path: str, image: Path) -> Optional[Path]:
+    """The run's timeline PNG, drawn from the node's recording of it (waits for the node to finish
+    the file, which it does off the goal's thread)."""
+    from sequence_ai.recording import read_run
+    from sequence_ai.recording.timeline import plot_timeline
+
+    if not path:
+        print("[demo] the outcome names no recording", file=sys.stderr)
+        return None
+    deadline = time.monotonic() + 30.0
+    record = read_run(path)
+    while not record.complete and time.monotonic() < deadline:
+        time.sleep(0.2)  # the file's summary is written by the node's closing thread
+        record = read_run(path)
+    print(f"[demo] recording {path} ({'complete' if record.complete else 'not finished: read to its last chunk'}"
+          f", {len(record.commands)} actions, {len(record.answers)} chunks, "
+          f"{sum(record.frame_counts.values())} frames; `sequence-ai replay {path}` prints its summary)")
+    return plot_timeline(record, image)
+
+
 @contextlib.contextmanager
-def _nodes(env, logs: Path, without_launch: bool) -> Iterator:
+def _nodes(env, logs: Path, without_launch: bool, record_dir: Path) -> Iterator:
     """The simulated arm and the policy node: `ros2 launch` where it is installed, else two
     processes. Yields a function that returns their log; stopped (SIGINT) on exit."""
     from .processes import LaunchProcess, NodeProcess, config_path, ros2_cli
 
     if ros2_cli() and not without_launch:
-        print("[demo] ros2 launch sequence_ai_ros demo.launch.py")
-        with LaunchProcess("demo.launch.py", env=env, log_path=logs / "launch.log") as launch:
+        print(f"[demo] ros2 launch sequence_ai_ros demo.launch.py record_dir:={record_dir}")
+        with LaunchProcess("demo.launch.py", {"record_dir": str(record_dir)}, env=env,
+                           log_path=logs / "launch.log") as launch:
             yield launch.output
         return
     print("[demo] no ros2 launch here: starting sim_robot and policy_node as processes")
     params = [config_path("demo.yaml")]
     with NodeProcess("sim_robot", params_files=params, env=env, log_path=logs / "sim_robot.log"), \
-            NodeProcess("policy_node", params_files=params, env=env, log_path=logs / "policy_node.log") as node:
+            NodeProcess("policy_node", params_files=params, parameters={"record_dir": str(record_dir)}, env=env,
+                        log_path=logs / "policy_node.log") as node:
         yield node.output
 
 
-class _Recorder:
-    """The planner side of the demo: an rclpy node that sends the goal and records the run."""
+class _Planner:
+    """The planner side of the demo: an rclpy node that sends the goal and changes the instruction."""
 
     def __init__(self) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.action import ActionClient
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import Float64MultiArray
 
         from sequence_ai_ros.action import Act
         from sequence_ai_ros.msg import RunOutcome, WarmingStatus
@@ -112,18 +136,13 @@ class _Recorder:
 
         self.node = rclpy.create_node("demo_planner")
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.commands: List[Tuple[float, List[float]]] = []
         self.feedback: List[Tuple[float, object]] = []
-        self.switches: List[Tuple[float, str]] = []
         self.warming: Optional[object] = None
         self.outcome: Optional[object] = None
         self.t0 = time.monotonic()
         self.Act = Act
-        self.node.create_subscription(Float64MultiArray, "/arm_controller/commands",
-                                      lambda m: self.commands.append((self._t(), list(m.data))), 50)
         self.node.create_subscription(WarmingStatus, "/sequence_ai_policy/warming", self._on_warming, latched)
         self.inputs_ok = False
-        self.control_hz = 15.0  # the node reports its own on /diagnostics
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.node.create_subscription(RunOutcome, "/sequence_ai_policy/run_outcome",
                                       lambda m: setattr(self, "outcome", m), latched)
@@ -153,8 +172,6 @@ class _Recorder:
         for status in message.status:
             if status.name.endswith("policy loop"):
                 self.inputs_ok = status.level == b"\x00"
-                values = {kv.key: kv.value for kv in status.values}
-                self.control_hz = float(values.get("control_hz_target") or self.control_hz)
 
     def _wait(self, predicate, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -179,7 +196,6 @@ class _Recorder:
             print(f"[demo] node ready {time.monotonic() - started:.1f}s after start; sending the goal: {FIRST!r}")
             goal = self.Act.Goal(instruction=FIRST, max_seconds=args.seconds, max_actions=0)
             self.t0 = time.monotonic()
-            self.commands.clear()
             sent = self.client.send_goal_async(goal, feedback_callback=self._on_feedback)
             if not self._wait(sent.done, 10.0) or not sent.result().accepted:
                 print("[demo] goal not accepted", file=sys.stderr)
@@ -191,7 +207,6 @@ class _Recorder:
                     request = self.SetInstruction.Request(instruction=SECOND)
                     reply = self.set_instruction.call_async(request)
                     self._wait(reply.done, 5.0)
-                    self.switches.append((self._t(), SECOND))
                     print(f"[demo] t={self._t():5.2f}s set_instruction -> {SECOND!r} "
                           f"(accepted={reply.result().accepted if reply.done() else '?'})")
                     switched = True
@@ -208,21 +223,6 @@ class _Recorder:
         finally:
             self._stop.set()
             self._spin.join(2.0)
-
-    def timeline(self, result):
-        """What the run looked like, for timeline.plot_timeline."""
-        from .timeline import Timeline
-
-        chunks, seen = [], 0
-        for t, f in self.feedback:  # chunk arrivals, from the feedback's chunk counter
-            if f.chunks > seen:
-                chunks.append(t)
-                seen = f.chunks
-        o = result.outcome
-        title = (f"sequence_ai_policy demo: {o.actions} actions, {o.chunks} chunks, {o.underruns} underruns "
-                 f"({o.underrun_s:.1f} s), reason {o.reason}")
-        return Timeline(control_hz=self.control_hz, commands=list(self.commands), chunk_times=chunks,
-                        switches=list(self.switches), title=title)
 
     def _on_feedback(self, message) -> None:
         f = message.feedback

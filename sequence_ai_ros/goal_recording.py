@@ -59,7 +59,7 @@ class GoalRecordings:
             require_mcap()
         except ImportError as exc:
             raise ConfigError(f"record_dir is set but {exc}") from None
-        folder = Path(record_dir).expanduser()
+        folder = Path(record_dir).expanduser().absolute()
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -1,6 +1,7 @@
 """The timeline plot of a recorded run (needs matplotlib): what `sequence-ai replay` and the demo draw.
 
-Top: each joint command over time, with chunk seams (thin grey lines), held time (shaded) and
+Top: each joint command over time (as the ROS node published it, where the file has that; else
+each action as handed to act()), with chunk seams (thin grey lines), held time (shaded) and
 instruction changes (red dashed). Bottom: every request as a bar from when it was sent to when
 its answer arrived, at the height of its latency; failed requests as red crosses.
 """
@@ -8,7 +9,7 @@ its answer arrived, at the height of its latency; failed requests as red crosses
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from .reader import RunRecord
 from .summary import RunSummary, summarize
@@ -34,14 +35,12 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
-    commands = record.commands
-    if commands:
-        times = [s(c.t_ns) for c in commands]
-        width = min(len(c.values) for c in commands)
-        names = list(record.run.joint_names) if record.run is not None else []
+    times, rows, names = _command_series(record, s)
+    if rows:
+        width = min(len(row) for row in rows)
         for j in range(width):
             label = names[j] if len(names) == width else (f"joint {j + 1}" if j < 7 else f"gripper {j - 6}")
-            ax.plot(times, [c.values[j] for c in commands], lw=1.1, label=label, drawstyle="steps-post")
+            ax.plot(times, [row[j] for row in rows], lw=1.1, label=label, drawstyle="steps-post")
         ax.legend(loc="lower right", fontsize=7, ncol=4)
     for seam in summary.seams_s:
         ax.axvline(seam, color="0.6", lw=0.6, zorder=0)
@@ -65,12 +64,24 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     bx.set_ylabel("request latency (ms)\nsent → answered")
     bx.set_ylim(bottom=0)
     bx.set_xlabel("seconds since the run started (held: shaded, seams: grey)")
-    ax.set_ylabel("command")
+    ax.set_ylabel("command as published (joint units)" if record.arm_commands else "action as played")
     ax.set_title(title or _title(record, summary), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _command_series(record: RunRecord, s: Callable[[int], float]) -> Tuple[List[float], List[Sequence[float]], List[str]]:
+    """What reached the robot: the ROS node's published commands (joint units, holds included)
+    when the file has them, else each action as handed to act() (the model's rows)."""
+    if record.arm_commands:
+        published = record.arm_commands
+        rows = [list(m.velocity) if len(m.velocity) else list(m.position) for m in published]
+        return [s(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec) for m in published], rows, list(
+            published[-1].name)
+    names = list(record.run.joint_names) if record.run is not None else []
+    return [s(c.t_ns) for c in record.commands], [c.values for c in record.commands], names
 
 
 def _title(record: RunRecord, summary: RunSummary) -> str:

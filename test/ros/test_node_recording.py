@@ -17,6 +17,7 @@ from sequence_ai_ros.srv import SetInstruction
 pytest.importorskip("mcap", reason="needs the [record] extra")
 from PIL import Image as PILImage  # noqa: E402
 
+from sequence_ai import cli  # noqa: E402
 from sequence_ai.recording import read_run  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -38,7 +39,7 @@ def _read_when(path, predicate, timeout_s=20.0):
 
 
 def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readable_one(ros, policy_node, platform,
-                                                                                        tmp_path):
+                                                                                        tmp_path, capsys):
     folder = tmp_path / "runs"  # created by the node
     process, arm, planner = start_arm(ros, policy_node, platform, record_dir=str(folder))
 
@@ -81,6 +82,12 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
     assert record.outcome.final_instruction == "put it on the plate"
     extra = json.loads(record.run.extra_json)
     assert extra["node"].endswith("/sequence_ai_policy") and path.endswith(f"-{extra['goal_id'][:8]}.mcap")
+    # `sequence-ai replay` reads it; its timeline (the demo's PNG) plots what was published.
+    assert cli.main(["replay", path, "--plot", str(tmp_path / "timeline.png")]) == 0
+    assert "/policy/arm_command" in capsys.readouterr().out and (tmp_path / "timeline.png").stat().st_size > 10_000
+    from sequence_ai.recording.timeline import _command_series
+
+    assert _command_series(record, lambda ns: ns)[1] == published
 
     # 2. A node killed with SIGKILL mid-goal: its file reads back up to the last complete chunk.
     planner.send("pick up the red cube", max_seconds=60.0)

@@ -16,7 +16,6 @@ from sequence_ai_ros.companions import companion_arguments
 from sequence_ai_ros.goal_run import GoalRun, GoalSlot, RunStopped
 from sequence_ai_ros.outcome import as_reported, feedback_message
 from sequence_ai_ros.run_clock import SIM_TIME_WALL_MARGIN_S, RunClock
-from sequence_ai_ros.timeline import held_spans
 
 pytestmark = pytest.mark.ros
 
@@ -146,9 +145,3 @@ def test_feedback_is_the_goals_own_until_its_run_observed_and_acted():
     later = feedback_message(progress(actions=9, chunks=2, elapsed_s=1.0, instruction="open the drawer"),
                              started=True, instruction="pick up the cup", elapsed_s=0.5)
     assert (later.actions, later.instruction, later.elapsed_s) == (9, "open the drawer", 0.5)
-
-
-def test_held_time_is_every_gap_longer_than_one_and_a_half_periods():
-    period = 1 / 15
-    times = [0.0, period, 2 * period, 2 * period + 0.5, 2 * period + 0.5 + period]
-    assert held_spans(times, 15.0) == [(pytest.approx(3 * period), pytest.approx(2 * period + 0.5))]

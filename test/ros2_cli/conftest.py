@@ -1,6 +1,6 @@
 """The system the CLI suite drives, launched once for the whole module with the real tools:
 
-    left arm   ros2 launch sequence_ai_ros policy.launch.py namespace:=/left_arm params_file:=...
+    left arm   ros2 launch sequence_ai_ros policy.launch.py namespace:=/left_arm params_file:=... record_dir:=...
                ros2 run sequence_ai_ros sim_robot --ros-args -r __ns:=/left_arm --params-file ...
     right arm  ros2 launch sequence_ai_ros demo.launch.py namespace:=/right_arm params_file:=...
 
@@ -11,6 +11,7 @@ is installed (make setup installs it from ../shared/ros2-cli-wheels).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, Iterator
 
 import pytest
@@ -34,6 +35,7 @@ class Arms:
     no_key: Background  # ros2 launch demo.launch.py, without SEQUENCES_API_KEY
     show_args: Dict[str, Background]  # launch file -> ros2 launch ... --show-args
     params: dict  # the policy node's parameters, as in the params file
+    left_recordings: Path  # the left arm's record_dir (its launch argument)
 
 
 def _params_file(path) -> dict:
@@ -59,7 +61,7 @@ def arms(local_platform, tmp_path_factory) -> Iterator[Arms]:
                      for name in ("policy.launch.py", "demo.launch.py")}
         diagnostics = ros2.start("topic", "echo", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")
         left = ros2.start("launch", "sequence_ai_ros", "policy.launch.py", "namespace:=/left_arm",
-                          f"params_file:={params_path}")
+                          f"params_file:={params_path}", f"record_dir:={tmp / 'left-recordings'}")
         left_sim = ros2.start("run", "sequence_ai_ros", "sim_robot", "--ros-args", "-r", "__ns:=/left_arm",
                               "--params-file", str(params_path))
         right = ros2.start("launch", "sequence_ai_ros", "demo.launch.py", "namespace:=/right_arm",
@@ -71,7 +73,7 @@ def arms(local_platform, tmp_path_factory) -> Iterator[Arms]:
         for ns in ("/left_arm", "/right_arm"):
             assert diagnostics.wait_for(lambda text, ns=ns: status_ok(text, ns), READY_S), \
                 f"{ns} never reported ready with fresh inputs:\n{left.text[-2000:]}\n{right.text[-2000:]}"
-        yield Arms(ros2, left, left_sim, right, diagnostics, no_key, show_args, params)
+        yield Arms(ros2, left, left_sim, right, diagnostics, no_key, show_args, params, tmp / "left-recordings")
     finally:
         ros2.stop_all()
         ros2.run("daemon", "stop", timeout_s=30.0)  # started by the first command of this module

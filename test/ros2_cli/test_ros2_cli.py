@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 import yaml
+from eventually import wait_until
 from ros2_commands import Background, GoalOutput, latest_status, status_ok
 
+from sequence_ai.recording import read_run
 from sequence_ai_ros.parameters import PARAMETERS
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -35,8 +38,8 @@ def moving(text: str) -> bool:
 
 
 def test_both_launch_files_document_every_argument(arms):
-    expected = {"policy.launch.py": ("params_file", "namespace", "use_sim_time", "log_level"),
-                "demo.launch.py": ("params_file", "namespace", "log_level", "use_sim_time")}
+    expected = {"policy.launch.py": ("params_file", "namespace", "use_sim_time", "log_level", "record_dir"),
+                "demo.launch.py": ("params_file", "namespace", "log_level", "use_sim_time", "record_dir")}
     for launch_file, names in expected.items():
         text = arms.show_args[launch_file].finish(60.0)
         described = dict(re.findall(r"^    '(\w+)':\n        (.*)$", text, re.M))  # name -> description
@@ -108,6 +111,16 @@ def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_re
         assert len(out.feedback) >= 8, "feedback at >= 2 Hz for 10 s"
         assert out.feedback[0]["instruction"] == instruction, out.feedback[0]
     assert any(f["instruction"] == "put it on the plate" for f in GoalOutput(left.text).feedback)
+    # The left arm was launched with record_dir:=...: its goal is in a file there; the right arm's not.
+    left_outcome = GoalOutput(left.text).result["outcome"]
+    assert GoalOutput(right.text).result["outcome"]["recording"] == ""
+    recording = Path(left_outcome["recording"])
+    assert recording.parent == arms.left_recordings, left_outcome
+    assert wait_until(lambda: read_run(recording).complete, 30.0), "the recording was never finished"
+    record = read_run(recording)
+    assert (record.outcome.reason, record.outcome.actions) == ("timeout", left_outcome["actions"])
+    assert len(record.arm_commands) == left_outcome["actions"] + 1  # and the hold
+    assert [text for _, text in record.instructions] == ["pick up the red cube", "put it on the plate"]
 
 
 def test_interrupt_cancels_the_goal_and_holds_and_with_no_run_both_services_refuse(arms):
