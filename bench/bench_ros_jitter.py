@@ -1,7 +1,7 @@
 """The ROS node at 15 Hz with two camera streams flowing: command interval jitter, and how old a
 camera frame is when the /act request carrying it reaches the worker.
 
-    scripts/workspace.sh run .venv/bin/python -P bench/bench_ros_jitter.py [--seconds 20]
+    scripts/workspace.sh run .venv/bin/python -P bench/bench_ros_jitter.py [--seconds 20] [--record]
 
 Four processes, all on loopback DDS: the local platform (worker plug-in `bench_policy.delayed`,
 no added latency, reading a frame counter out of each request's exterior_1 image); the policy
@@ -9,7 +9,8 @@ node (`NodeProcess`); a camera process publishing two 448×252 rgb8 streams at 1
 DDS's 512 KB shared-memory segment, as the demo: docs/ROS.md "Large raw frames"), each frame
 painted with its counter as 16 black/white stripes, logging the wall time of every publish; and
 this process, the arm: joint states at 100 Hz following the position commands, and the command
-subscriber, which stamps each command on arrival. One goal of N actions.
+subscriber, which stamps each command on arrival. One goal of N actions; with `--record`
+(`measure(record=True)`) the node records it (record_dir, docs/RECORDING.md).
 
 Jitter = |interval between consecutive commands − 1/15 s|, as the controller receives them (the
 final hold excluded). Camera→request = worker arrival time of an /act − publish time of the
@@ -128,8 +129,10 @@ def _largest_gap(times: List[float]) -> float:
     return max((b - a for a, b in zip(times, times[1:])), default=float("nan"))
 
 
-def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str, object]:
-    """{"intervals": [s], "camera_to_request": [s], "actions": n, "reason": ...} or {"skipped": why}."""
+def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: bool = False) -> Dict[str, object]:
+    """{"intervals": [s], "camera_to_request": [s], "actions": n, "reason": ...} or {"skipped": why}.
+    With `record`, the node records the goal: "recording" (its path), "frames_dropped", and
+    "recording_complete" (the file finished and read back)."""
     try:
         import rclpy
         from rclpy.action import ActionClient
@@ -150,7 +153,8 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
     with common.bench_platform(log_path=requests_log, frame_tag=True) as platform:
         cameras = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--publish-cameras", namespace,
                                     "--seconds", str(seconds + 40), "--camera-log", cameras_log])
-        node_process = NodeProcess("policy_node", namespace=namespace, parameters=NODE_PARAMETERS,
+        parameters = {**NODE_PARAMETERS, **({"record_dir": os.path.join(tmp, "recordings")} if record else {})}
+        node_process = NodeProcess("policy_node", namespace=namespace, parameters=parameters,
                                    env=platform.env(), log_path=os.path.join(tmp, "policy_node.log"))
         context = rclpy.Context()
         rclpy.init(context=context)
@@ -188,6 +192,10 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
             result["actions"], result["reason"], result["planned"] = int(outcome.actions), outcome.reason, actions
             result["message"] = outcome.message
             result["underruns"] = int(outcome.underruns)
+            if record:
+                result["recording"], result["frames_dropped"] = outcome.recording, int(outcome.recording_frames_dropped)
+                result["recording_complete"] = bool(outcome.recording) and _wait(
+                    lambda: _recording_complete(outcome.recording), 30.0)
             arrivals = arm.arrivals[: int(outcome.actions)]  # the hold that follows is not a control tick
             result["intervals"] = [b - a for a, b in zip(arrivals, arrivals[1:])]
             published = arm.published[: int(outcome.actions)]
@@ -232,6 +240,12 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print) -> Dict[str
     return result
 
 
+def _recording_complete(path: str) -> bool:
+    from sequence_ai.recording import read_run
+
+    return read_run(path).complete
+
+
 def _lines(path: str) -> int:
     try:
         with open(path) as handle:
@@ -252,12 +266,13 @@ def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--record", action="store_true", help="the node records the goal (record_dir)")
     parser.add_argument("--publish-cameras", metavar="NAMESPACE", help=argparse.SUPPRESS)
     parser.add_argument("--camera-log", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.publish_cameras:
         return publish_cameras(args.publish_cameras, args.seconds, args.camera_log)
-    result = measure(args.seconds)
+    result = measure(args.seconds, record=args.record)
     jitter = sorted(abs(i - 1.0 / HZ) * 1000 for i in result.get("intervals") or [])
     print("largest |interval - period| ms:", ", ".join(f"{j:.1f}" for j in jitter[-12:]))
     at_node = sorted(abs(i - 1.0 / HZ) * 1000 for i in result.get("publish_intervals") or [])

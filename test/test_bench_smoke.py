@@ -32,9 +32,10 @@ ROWS = [
     "time held, share of the run, through the node (policy.yaml, sim arm), latency 0.7 s",
     "requests per second of motion, through the node (policy.yaml, sim arm), latency 0.7 s",
     "client CPU per action with run(record=...) on",
+    "ROS command interval jitter p99 with record_dir on",
 ]
 ROS_ROWS = ("ROS command interval jitter p99", "ROS command interval jitter p99, the same commands on arrival",
-            "camera frame publish → /act request",
+            "camera frame publish → /act request", "ROS command interval jitter p99 with record_dir on",
             "time held, share of the run, through the node (policy.yaml, sim arm), latency 0.7 s",
             "requests per second of motion, through the node (policy.yaml, sim arm), latency 0.7 s")
 
