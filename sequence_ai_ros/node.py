@@ -43,6 +43,7 @@ from .diagnostics import TickRate, policy_loop_status
 from .estop import EStop
 from .goal_recording import GoalRecordings
 from .goal_run import GoalRun, GoalSlot
+from .goal_services import GoalServices
 from .outcome import SUCCEEDED, as_reported, end_goal, ending_of, feedback_message, outcome_message, status_for
 from .parameters import ConfigError
 from .qos import COMMANDS, LATCHED
@@ -53,7 +54,6 @@ from .warmup import WarmUp
 
 __all__ = ["PolicyNode"]
 
-NO_RUN = "no run in progress: nothing changed (a goal carries its own instruction)"
 # How long a preempting goal waits for the running one to stop.
 PREEMPT_WAIT_S = 5.0
 
@@ -124,8 +124,11 @@ class PolicyNode(Node):
             cancel_callback=self._on_cancel, callback_group=ReentrantCallbackGroup(),
         )
         services = ReentrantCallbackGroup()
-        self.create_service(SetInstruction, "~/set_instruction", self._on_set_instruction, callback_group=services)
-        self.create_service(Trigger, "~/interrupt", self._on_interrupt, callback_group=services)
+        self.goal_services = GoalServices(self.goals, self.policy, self.arm,
+                                          lambda text: self.instruction_pub.publish(String(data=text)))
+        self.create_service(SetInstruction, "~/set_instruction", self.goal_services.set_instruction,
+                            callback_group=services)
+        self.create_service(Trigger, "~/interrupt", self.goal_services.interrupt, callback_group=services)
         self.create_timer(c.feedback_period_s, self._publish_feedback, callback_group=timer_group)
         self.create_timer(c.diagnostics_period_s, self._publish_diagnostics, callback_group=timer_group)
 
@@ -307,39 +310,6 @@ class PolicyNode(Node):
             self.get_logger().warning(text)
         end_goal(goal_handle, terminal)
         return Act.Result(status=status, message=message or reason, outcome=msg)
-
-    # -- services: both act on the running goal; with none they refuse and change nothing --------
-    def _on_set_instruction(self, request: Any, response: Any) -> Any:
-        text = request.instruction
-        response.accepted = False
-        with self.goals.locked() as run:  # not while the run's first observation takes its instruction
-            if run is None:
-                response.previous, response.message = self.policy.instruction or "", NO_RUN
-                return response
-            response.previous = (self.policy.instruction if run.started else run.requested or run.instruction) or ""
-            if not text.strip():
-                response.message = "instruction is empty; the instruction in force is unchanged"
-                return response
-            response.accepted = True
-            if text == response.previous:
-                response.message = "same instruction, ignored"
-                return response
-            if run.started:
-                self.policy.set_instruction(text)
-            else:
-                run.requested = text
-            self.arm.instruction = text
-        self.instruction_pub.publish(String(data=text))
-        return response
-
-    def _on_interrupt(self, request: Any, response: Any) -> Any:
-        run = self.goals.driving
-        if run is None:
-            response.success, response.message = False, "no run in progress: nothing to interrupt"
-            return response
-        run.stop("interrupted")
-        response.success, response.message = True, "interrupted; the arm stops within one control period and holds"
-        return response
 
     # -- feedback and diagnostics ---------------------------------------------------------------
     def _publish_feedback(self) -> None:

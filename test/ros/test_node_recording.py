@@ -15,10 +15,10 @@ from ros_harness import JOINTS, Planner, start_arm
 from sequence_ai_ros.srv import SetInstruction
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
-from PIL import Image as PILImage  # noqa: E402
+from PIL import Image as PILImage
 
-from sequence_ai import cli  # noqa: E402
-from sequence_ai.recording import read_run  # noqa: E402
+from sequence_ai import cli
+from sequence_ai.recording import read_run
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -60,7 +60,7 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
 
     # What the model saw: per request, the joints and both views' frames after the client's resize.
     assert len(record.requests) >= result.outcome.chunks and len(record.joint_states) == len(record.requests)
-    assert list(record.joint_states[0].name) == JOINTS + ["gripper"]  # pi05-droid reads the gripper too
+    assert list(record.joint_states[0].name) == [*JOINTS, "gripper"]  # pi05-droid reads the gripper too
     assert record.frame_counts == {"exterior_1": len(record.requests), "wrist_left": len(record.requests)}
     assert PILImage.open(io.BytesIO(record.frames[0].data)).size == (224, 224)  # the camera sends 448×252
     assert [text for _, text in record.instructions] == ["pick up the red cube", "put it on the plate"]
@@ -73,7 +73,7 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
     published = [list(c.position) for c in record.arm_commands]
     assert len(published) == len(received) == result.outcome.actions + 1
     assert all(sent_row == pytest.approx(got) for sent_row, got in zip(published, received))
-    assert list(record.arm_commands[0].name) == JOINTS + ["fr3_finger_joint1"]
+    assert list(record.arm_commands[0].name) == [*JOINTS, "fr3_finger_joint1"]
     assert record.holds[-1][1] == "completed" and record.holds[-1][2] == result.outcome.actions
     # The node's own feedback and outcome message.
     assert record.feedback and record.feedback[-1].actions <= result.outcome.actions

@@ -1,0 +1,50 @@
+"""~/set_instruction and ~/interrupt: both act on the goal being driven; with none they refuse
+and change nothing (a goal carries its own instruction, and a stop with no run has nothing to stop)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .goal_run import GoalSlot
+
+__all__ = ["NO_RUN", "GoalServices"]
+
+NO_RUN = "no run in progress: nothing changed (a goal carries its own instruction)"
+
+
+class GoalServices:
+    def __init__(self, goals: GoalSlot, policy: Any, arm: Any, publish_instruction: Callable[[str], None]):
+        self.goals, self.policy, self.arm = goals, policy, arm
+        self._publish_instruction = publish_instruction  # the latched ~/instruction
+
+    def set_instruction(self, request: Any, response: Any) -> Any:
+        text = request.instruction
+        response.accepted = False
+        with self.goals.locked() as run:  # not while the run's first observation takes its instruction
+            if run is None:
+                response.previous, response.message = self.policy.instruction or "", NO_RUN
+                return response
+            response.previous = (self.policy.instruction if run.started else run.requested or run.instruction) or ""
+            if not text.strip():
+                response.message = "instruction is empty; the instruction in force is unchanged"
+                return response
+            response.accepted = True
+            if text == response.previous:
+                response.message = "same instruction, ignored"
+                return response
+            if run.started:
+                self.policy.set_instruction(text)
+            else:
+                run.requested = text
+            self.arm.instruction = text
+        self._publish_instruction(text)
+        return response
+
+    def interrupt(self, request: Any, response: Any) -> Any:
+        run = self.goals.driving
+        if run is None:
+            response.success, response.message = False, "no run in progress: nothing to interrupt"
+            return response
+        run.stop("interrupted")
+        response.success, response.message = True, "interrupted; the arm stops within one control period and holds"
+        return response
