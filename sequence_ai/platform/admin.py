@@ -7,6 +7,7 @@ the platform saw. Loopback peers only, and only with the `X-Admin-Token` printed
                                                     restores the lease TTL and brings a downed worker up
     GET    /admin/requests[?limit=]                 the recent /act requests the worker received
     GET    /admin/stats                             answers per app, route and status
+    GET    /admin/arrivals                          requests arrived per "app route", before their answer
     GET    /admin/reports                           the client telemetry the gateway ingested
     GET    /admin/worker                            url, fingerprint, epoch, lease ttl, down?
     POST   /admin/reset                             faults, logs, stats, lease and cold start reset
@@ -220,6 +221,11 @@ def build_admin_router(state: PlatformState) -> APIRouter:
     async def stats() -> Dict[str, Any]:
         remote = await state.worker_link.call("stats") if state.worker_link is not None else {}
         return {"stats": {**state.stats, **remote}}
+
+    @router.get("/arrivals", summary="Requests that arrived per app and route, counted before they are answered")
+    async def arrivals() -> Dict[str, Any]:
+        remote = await state.worker_link.call("arrivals") if state.worker_link is not None else {}
+        return {"arrivals": {**state.arrivals, **remote}}
 
     @router.get("/reports", summary="Client telemetry reports ingested by /v1/reports/act")
     async def reports(limit: int = Query(100, ge=1, le=REPORTS_KEPT)) -> Dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Awaitable, Callable, Dict, Tuple
+from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
 
 from starlette.responses import Response
 
@@ -117,10 +117,11 @@ class RouteStats:
     started, for perf.handler_ms."""
 
     def __init__(self, app: ASGIApp, name: str, record: Callable[[str, str, int], None],
-                 known_paths: frozenset = frozenset()):
+                 known_paths: frozenset = frozenset(), arrived: Optional[Callable[[str, str], None]] = None):
         self.app = app
         self.name = name
         self.record = record
+        self.arrived = arrived
         self.known_paths = known_paths
 
     def _row(self, scope: Scope) -> str:
@@ -134,6 +135,9 @@ class RouteStats:
             return
         scope.setdefault("state", {})["t0"] = time.perf_counter()
         status = {"code": 0}
+        traffic = not scope["path"].startswith("/admin")  # the harness's own calls are not traffic
+        if traffic and self.arrived is not None:
+            self.arrived(self.name, self._row(scope))
 
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -143,7 +147,7 @@ class RouteStats:
         try:
             await self.app(scope, receive, counting_send)
         finally:
-            if not scope["path"].startswith("/admin"):  # the harness's own calls are not traffic
+            if traffic:
                 self.record(self.name, self._row(scope), status["code"])
 
 

@@ -152,7 +152,7 @@ def build_gateway_app(state: PlatformState) -> Any:
     guarded = BearerCheck(limited, state.keystore.accepts, PUBLIC_PATHS,
                           "missing or unknown API key: send Authorization: Bearer <key> (SEQUENCES_API_KEY)",
                           public_prefixes=("/admin/",))
-    return RouteStats(guarded, "gateway", state.count, known_paths=route_paths(app))
+    return RouteStats(guarded, "gateway", state.count, known_paths=route_paths(app), arrived=state.arrived)
 
 
 def _cameras(row: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

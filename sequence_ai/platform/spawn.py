@@ -24,6 +24,7 @@ API (stable):
     .reset() -> dict                    POST /admin/reset (faults, logs, stats, lease, cold start)
     .requests(limit=100) -> list[dict]  GET /admin/requests
     .stats() -> dict                    GET /admin/stats  ({app: {"METHOD /path": {status: n}}})
+    .arrivals("worker POST /act") -> int GET /admin/arrivals (arrived, answered or not)
     .reports() -> list[dict]            GET /admin/reports (client telemetry received)
     .worker() -> dict                   GET /admin/worker (url, fingerprint, epoch, lease ttl, down?)
     .admin(method, path, **httpx_kwargs) -> httpx.Response   any other admin call
@@ -173,6 +174,11 @@ class LocalPlatform:
 
     def stats(self) -> Dict[str, Any]:
         return self._ok(self.admin("GET", "stats"))["stats"]
+
+    def arrivals(self, app_route: str) -> int:
+        """How many requests to `app_route` ("worker POST /act", "gateway POST /v1/act/connect")
+        have arrived, answered or not: a test waits on it for a request to be in progress."""
+        return int(self._ok(self.admin("GET", "arrivals"))["arrivals"].get(app_route, 0))
 
     def reports(self, limit: int = 100) -> List[Dict[str, Any]]:
         return self._ok(self.admin("GET", "reports", params={"limit": limit}))["reports"]

@@ -68,6 +68,9 @@ class PlatformState:
         self.act_log: Deque[Dict[str, Any]] = collections.deque(maxlen=ACT_LOG_SIZE)
         self.reports: Deque[str] = collections.deque(maxlen=REPORTS_KEPT)  # each one's JSON text
         self.stats: Dict[str, Dict[str, Dict[str, int]]] = {}
+        # Requests that arrived, per "app route", counted before they are answered: a test waits
+        # on it for a request to be in progress (stats count answers).
+        self.arrivals: Dict[str, int] = {}
         self.episodes: Dict[str, float] = {}  # episode id -> last act (monotonic)
         # The gateway's line to the worker process (worker_process.WorkerLink); None when the
         # gateway app runs without one (in-process tests): its admin API then keeps every fault.
@@ -111,6 +114,10 @@ class PlatformState:
         per_route = self.stats.setdefault(app, {}).setdefault(route, {})
         per_route[str(status)] = per_route.get(str(status), 0) + 1
 
+    def arrived(self, app: str, route: str) -> None:
+        key = f"{app} {route}"
+        self.arrivals[key] = self.arrivals.get(key, 0) + 1
+
     def touch_episode(self, episode_id: Optional[str]) -> None:
         now = time.monotonic()
         if episode_id:
@@ -129,4 +136,5 @@ class PlatformState:
         self.act_log.clear()
         self.reports.clear()
         self.stats.clear()
+        self.arrivals.clear()
         self.episodes.clear()

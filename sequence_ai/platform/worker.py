@@ -143,7 +143,8 @@ def build_worker_app(state: PlatformState) -> Any:
     # secret gets its 401 before a byte of its body is buffered.
     guarded = BearerCheck(BodyLimit(app, WORKER_BODY_LIMIT), lambda header: _secret_accepted(state, header),
                           frozenset(), "direct secret missing or no longer valid; reconnect through the gateway")
-    return RouteStats(ActLog(guarded, state), "worker", state.count, known_paths=route_paths(app))
+    return RouteStats(ActLog(guarded, state), "worker", state.count, known_paths=route_paths(app),
+                      arrived=state.arrived)
 
 
 class ActLog:

@@ -209,6 +209,10 @@ async def _stats(state: PlatformState, server: Any) -> dict:
     return state.stats
 
 
+async def _arrivals(state: PlatformState, server: Any) -> dict:
+    return state.arrivals
+
+
 async def _reset(state: PlatformState, server: Any) -> None:
     state.reset()
     await server.set_running(True)
@@ -216,4 +220,4 @@ async def _reset(state: PlatformState, server: Any) -> None:
 
 _OPS = {"arm_fault": _arm, "cold": _cold, "rotate_secret": _rotate, "restart": _restart, "serve": _serve,
         "running": _running, "requests": _requests, "faults": _faults, "clear_faults": _clear, "stats": _stats,
-        "reset": _reset}
+        "arrivals": _arrivals, "reset": _reset}

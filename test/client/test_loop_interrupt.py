@@ -59,7 +59,8 @@ def test_interrupt_during_inflight_fetch_stops_within_one_period(platform):
     robot = Robot()
     with policy_for(platform) as policy:
         thread, box = _run_in_thread(policy, robot, max_actions=50)
-        time.sleep(0.4)  # the first fill is waiting on the worker
+        # the first fill has reached the worker, which holds its answer for 1.5 s
+        assert wait_until(lambda: platform.arrivals("worker POST /act") >= 1, timeout_s=10.0)
         latency = _interrupt_and_time(policy, robot, thread)
     # let the abandoned request finish on the worker so it does not land in the next test's log
     assert wait_until(lambda: len(platform.requests()) >= 1, timeout_s=5.0)
@@ -112,8 +113,10 @@ def test_interrupt_during_a_slow_admission_stops_within_one_period(platform):
     robot = Robot()
     with policy_for(platform) as policy:
         thread, box = _run_in_thread(policy, robot, max_actions=50)
-        time.sleep(0.4)  # POST /v1/act/connect is still being answered
+        # POST /v1/act/connect has reached the gateway, which holds its answer for 1.5 s
+        assert wait_until(lambda: platform.arrivals("gateway POST /v1/act/connect") >= 1, timeout_s=10.0)
         latency = _interrupt_and_time(policy, robot, thread)
-        time.sleep(1.3)  # let the abandoned admission finish before the policy closes
+        # the abandoned admission is answered before the policy closes
+        assert wait_until(lambda: platform.stats().get("gateway", {}).get("POST /v1/act/connect"), timeout_s=10.0)
     assert box["out"].reason == "interrupted" and robot.holds == 1
     assert latency <= BOUND_S, f"hold came {latency * 1000:.0f} ms after interrupt()"

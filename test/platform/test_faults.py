@@ -8,6 +8,7 @@ import time
 
 import httpx
 import pytest
+from eventually import wait_until
 from platform_helpers import act_body, connect, gateway, served_fingerprint, worker
 
 
@@ -285,6 +286,23 @@ def test_faults_are_listed_and_cleared(platform):
     assert [f["kind"] for f in listed] == ["busy", "latency"] and listed[0]["count_left"] == 3
     assert platform.clear_faults("busy")["cleared"] == 1
     assert platform.clear_faults()["cleared"] == 1
+
+
+def test_a_request_is_counted_on_arrival_before_its_answer(platform):
+    answer = connect(platform)
+    assert platform.arrivals("gateway POST /v1/act/connect") == 1
+    platform.fault("latency", ms=1500)
+    replies = []
+    slow = threading.Thread(target=lambda: replies.append(_act(answer)))
+    slow.start()
+    try:
+        assert wait_until(lambda: platform.arrivals("worker POST /act") == 1, 10.0)
+        assert not replies and "worker" not in platform.stats(), "counted as arrived while still being answered"
+    finally:
+        slow.join(10.0)
+    assert replies[0].status_code == 200 and platform.stats()["worker"]["POST /act"] == {"200": 1}
+    platform.reset()
+    assert platform.arrivals("worker POST /act") == 0 and platform.arrivals("gateway POST /v1/act/connect") == 0
 
 
 def test_reset_clears_requests_and_stats(platform):
