@@ -17,7 +17,6 @@ import math
 import os
 import random
 import threading
-import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import List
 
 import pytest
 from _loop_robot import Robot, policy_for
+from eventually import wait_until
 
 from sequence_ai import InvalidRequest, SequencesError
 
@@ -116,7 +116,8 @@ def soak(platform, total_actions: int, hz: float, seed: int = 7) -> SoakReport:
                     report.endings[type(error).__name__] += 1
                     report.episode_resets += policy.last_outcome.episode_resets
     report.holds, report.underruns = robot.holds, len(robot.underruns)
-    time.sleep(0.5)  # abandoned fetch threads and telemetry flushes wind down
+    # Abandoned fetch threads and telemetry flushes wind down (a leaked one never does).
+    wait_until(lambda: not report.resources or threading.active_count() <= report.resources[0][1] + 2, 10.0)
     report.resources.append((report.actions, threading.active_count(), _open_files(), _rss_mib()))
     return report
 
