@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from typing import Optional
 
 import rclpy
@@ -21,7 +22,9 @@ import sequence_ai
 from .node import PolicyNode
 from .parameters import ConfigError
 
-__all__ = ["main"]
+__all__ = ["deliver_results", "main"]
+
+RESULTS_WAIT_S = 3.0  # at shutdown, for the results of goals that just ended to go out
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -59,12 +62,31 @@ def main(argv: Optional[list] = None) -> int:
     while not stop.wait(0.5) and spinner.is_alive():
         pass
     node.shutdown()
+    deliver_results(node, executor)
     for executor_ in (executor, inputs, clock):
         executor_.shutdown(timeout_sec=2.0)
     for each in (node.inputs_node, node.clock_node, node):
         each.destroy_node()
     rclpy.shutdown()
     return 0
+
+
+def deliver_results(node: PolicyNode, executor: MultiThreadedExecutor, timeout_s: float = RESULTS_WAIT_S) -> bool:
+    """Wait (bounded) until the goals' results have gone out. rclpy sends a result from a task
+    it schedules once the execute callback has returned, and Jazzy's Executor.shutdown() does not
+    wait for outstanding work (its wait is skipped once the flag is set): shut down at once, a
+    planner's `ros2 action send_goal` could lose the shutdown result of the goal it sent. The
+    executor runs a future's done callbacks as tasks in the order they were added, after the one
+    that sends the result; so once each result is set and a callback of ours has run, it has gone
+    out. (The results live in the action server's private table; nothing public tells.)"""
+    futures = list(getattr(node.action_server, "_result_futures", {}).values())
+    deadline = time.monotonic() + timeout_s
+    for future in futures:
+        passed = threading.Event()
+        future.add_done_callback(lambda _f, passed=passed: passed.set())
+        if not passed.wait(max(0.0, deadline - time.monotonic())):
+            return False
+    return True
 
 
 if __name__ == "__main__":
