@@ -31,7 +31,8 @@ def generate_launch_description():
         DeclareLaunchArgument("log_level", default_value="info", choices=["debug", "info", "warn", "error", "fatal"],
                               description="Log level of both nodes"),
         DeclareLaunchArgument("record_dir", default_value="",
-                              description="Record each goal to one MCAP file in this folder (empty: no recording)"),
+                              description="Record each goal to one MCAP file in this folder (overrides the "
+                                          "params file's record_dir; empty: the params file decides)"),
         Node(package="sequence_ai_ros", executable="sim_robot", name="sim_robot",
              namespace=arguments["namespace"], parameters=[arguments["params_file"]],
              ros_arguments=["--log-level", arguments["log_level"]], output="screen",

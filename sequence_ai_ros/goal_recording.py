@@ -26,7 +26,7 @@ from .parameters import ConfigError
 
 __all__ = ["GoalRecordings"]
 
-CLOSE_WAIT_S = 10.0  # shutdown waits this long for files still being finished
+CLOSE_WAIT_S = 3.0  # shutdown waits this long for files still being finished (launch escalates at 5 s)
 
 
 class GoalRecordings:
@@ -78,8 +78,9 @@ class GoalRecordings:
         try:
             recorder = Recorder(path, joint_names=self._joint_names, camera_views=self._views,
                                 extra={"node": self._node, "goal_id": goal_id, "model": self._model})
-        except OSError as exc:
-            self._log_error(f"this goal is not recorded: {path} cannot be created ({exc.strerror or exc})")
+        except Exception as exc:  # never a reason for the goal not to run, nor to skip its hold
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+            self._log_error(f"this goal is not recorded: {path} cannot be created ({why})")
             return None
         with self._lock:
             self._open.append(recorder)

@@ -253,6 +253,7 @@ class PolicyNode(Node):
 
         outcome = None
         reason, message = "", ""
+        earlier = getattr(self.policy, "last_outcome", None)  # a previous goal's, not this one's
         before = self.priority.raise_thread()  # this thread publishes on the ticks (realtime.py)
         try:
             outcome = self.policy.run(
@@ -282,8 +283,9 @@ class PolicyNode(Node):
             elapsed = self.run_clock.finish()
         if reason == "interrupted" and run.stop_reason:
             reason = run.stop_reason
-        if outcome is None:
-            outcome = getattr(self.policy, "last_outcome", None)
+        if outcome is None:  # run() raised: its outcome, if it got as far as making one
+            latest = getattr(self.policy, "last_outcome", None)
+            outcome = latest if latest is not earlier else None
         if outcome is not None:
             outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed)
         if not message and outcome is not None:
@@ -319,7 +321,7 @@ class PolicyNode(Node):
         progress = self.policy.progress()
         feedback = feedback_message(progress, started=run.started, instruction=run.instruction,
                                     elapsed_s=self.run_clock.elapsed_s())  # sim time: ROS time, like max_seconds
-        if run.recorder is not None and run.started:
+        if run.recorder is not None and run.started and not run.held.is_set():  # nothing after the outcome
             run.recorder.feedback(progress)
         try:
             run.goal_handle.publish_feedback(feedback)
@@ -347,6 +349,10 @@ class PolicyNode(Node):
         if run is not None:
             run.stop("shutdown")
             self.goals.wait_idle(5.0)
-        if self.recordings is not None:
-            self.recordings.close()  # bounded: files still being finished
         self.policy.close()
+
+    def finish_recordings(self) -> None:
+        """After shutdown() and the results have gone out: finish the recordings still being
+        written (bounded)."""
+        if self.recordings is not None:
+            self.recordings.close()

@@ -11,11 +11,12 @@ import signal
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Iterable, Optional
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 
 import sequence_ai
 
@@ -62,7 +63,9 @@ def main(argv: Optional[list] = None) -> int:
     while not stop.wait(0.5) and spinner.is_alive():
         pass
     node.shutdown()
-    deliver_results(node, executor)
+    if spinner.is_alive():  # the results go out on the executor's threads
+        deliver_results(getattr(node.action_server, "_result_futures", {}).values(), executor)
+    node.finish_recordings()
     for executor_ in (executor, inputs, clock):
         executor_.shutdown(timeout_sec=2.0)
     for each in (node.inputs_node, node.clock_node, node):
@@ -71,22 +74,30 @@ def main(argv: Optional[list] = None) -> int:
     return 0
 
 
-def deliver_results(node: PolicyNode, executor: MultiThreadedExecutor, timeout_s: float = RESULTS_WAIT_S) -> bool:
-    """Wait (bounded) until the goals' results have gone out. rclpy sends a result from a task
-    it schedules once the execute callback has returned, and Jazzy's Executor.shutdown() does not
-    wait for outstanding work (its wait is skipped once the flag is set): shut down at once, a
-    planner's `ros2 action send_goal` could lose the shutdown result of the goal it sent. The
-    executor runs a future's done callbacks as tasks in the order they were added, after the one
-    that sends the result; so once each result is set and a callback of ours has run, it has gone
-    out. (The results live in the action server's private table; nothing public tells.)"""
-    futures = list(getattr(node.action_server, "_result_futures", {}).values())
+def deliver_results(result_futures: Iterable[Future], executor: Executor, timeout_s: float = RESULTS_WAIT_S) -> bool:
+    """Wait (bounded) until the results of the goals that ended have gone out; False on timeout.
+
+    rclpy sends a result from a task that the result's future schedules on the executor when it
+    is set, after the execute callback has returned, and Jazzy's Executor.shutdown() does not
+    wait for outstanding work (its wait is skipped once the flag is set): shut down at once, and a
+    planner's `ros2 action send_goal` could lose the result of the goal it sent. So: wait until
+    each result is set, then until every task those futures scheduled has run. The executor hands
+    out the newest task first, so a callback of ours added after the sending one would say nothing
+    about it; the tasks themselves are looked at. (The results and the tasks live in rclpy's
+    private tables, `ActionServer._result_futures` and `Executor._tasks`: nothing public tells.)"""
     deadline = time.monotonic() + timeout_s
-    for future in futures:
-        passed = threading.Event()
-        future.add_done_callback(lambda _f, passed=passed: passed.set())
-        if not passed.wait(max(0.0, deadline - time.monotonic())):
+    for future in list(result_futures):
+        if not _done_by(future, deadline):
             return False
-    return True
+    with executor._tasks_lock:
+        scheduled = [task for task, entity, _node in executor._tasks if entity is None and not task.done()]
+    return all(_done_by(task, deadline) for task in scheduled)
+
+
+def _done_by(future: Future, deadline: float) -> bool:
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())  # runs once the future is done (at once if it is)
+    return done.wait(max(0.0, deadline - time.monotonic()))
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
     assert all(sent_row == pytest.approx(got) for sent_row, got in zip(published, received))
     assert list(record.arm_commands[0].name) == [*JOINTS, "fr3_finger_joint1"]
     assert record.holds[-1][1] == "completed" and record.holds[-1][2] == result.outcome.actions
+    assert [reason for _, reason, _ in record.holds if reason != "underrun"] == ["completed"], "one ending hold"
     # The node's own feedback and outcome message.
     assert record.feedback and record.feedback[-1].actions <= result.outcome.actions
     assert (record.outcome.reason, record.outcome.actions, record.outcome.frames_dropped) == (

@@ -145,3 +145,37 @@ def test_feedback_is_the_goals_own_until_its_run_observed_and_acted():
     later = feedback_message(progress(actions=9, chunks=2, elapsed_s=1.0, instruction="open the drawer"),
                              started=True, instruction="pick up the cup", elapsed_s=0.5)
     assert (later.actions, later.instruction, later.elapsed_s) == (9, "open the drawer", 0.5)
+
+
+def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():
+    """rclpy sends a goal's result from a done callback of the result's future, run as an executor
+    task; deliver_results must not return before that task has run (else the executor is stopped
+    under it), however the executor orders its tasks."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.task import Future
+
+    from sequence_ai_ros.policy_node import deliver_results
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        sent = []
+        results = [Future(executor=executor) for _ in range(2)]
+        for result in results:  # what ActionServer registers for a client's get_result request
+            result.add_done_callback(lambda f: (time.sleep(0.3), sent.append(f.result())))
+        for number, result in enumerate(results):
+            result.set_result(number)  # the execute callback returned
+        assert deliver_results(results, executor, timeout_s=10.0)
+        assert sorted(sent) == [0, 1], "deliver_results returned before the results were sent"
+        # A result nobody asked for, set long ago: nothing to wait for.
+        idle = Future(executor=executor)
+        idle.set_result("old")
+        started = time.monotonic()
+        assert deliver_results([idle], executor, timeout_s=10.0) and time.monotonic() - started < 5.0
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        rclpy.shutdown(context=context)

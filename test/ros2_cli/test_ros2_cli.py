@@ -120,6 +120,7 @@ def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_re
     record = read_run(recording)
     assert (record.outcome.reason, record.outcome.actions) == ("timeout", left_outcome["actions"])
     assert len(record.arm_commands) == left_outcome["actions"] + 1  # and the hold
+    assert [reason for _, reason, _ in record.holds if reason != "underrun"] == ["timeout"], record.holds
     assert [text for _, text in record.instructions] == ["pick up the red cube", "put it on the plate"]
 
 
