@@ -13,8 +13,9 @@ import math
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import rclpy
@@ -321,6 +322,20 @@ class PolicyNodeFactory:
     def stop_all(self) -> None:
         for process in self.started:
             process.stop()
+
+
+@contextmanager
+def node_for_the_module(platform, log_dir: Path, **parameters: Any) -> Iterator[Tuple[RosHarness, Tuple[Any, ...]]]:
+    """A harness and `start_arm`'s (process, arm, planner) on a reset platform, for a module's tests
+    to share (the node's start paid once); everything stopped on exit."""
+    harness = RosHarness()
+    factory = PolicyNodeFactory(log_dir)
+    try:
+        platform.reset()
+        yield harness, start_arm(harness, factory, platform, **parameters)
+    finally:
+        factory.stop_all()
+        harness.close()
 
 
 def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **parameters: Any):

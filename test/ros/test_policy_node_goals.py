@@ -16,7 +16,7 @@ import time
 
 import pytest
 from eventually import wait_until
-from ros_harness import Planner, PolicyNodeFactory, RosHarness, start_arm
+from ros_harness import Planner, node_for_the_module
 from sequence_ai_ros.action import Act
 from sequence_ai_ros.srv import SetInstruction
 
@@ -30,14 +30,9 @@ STOP_BOUND_S = 2 * PERIOD + 0.15
 
 @pytest.fixture(scope="module")
 def shared_node(local_platform, tmp_path_factory):
-    harness = RosHarness()
-    factory = PolicyNodeFactory(tmp_path_factory.mktemp("shared_node"))
-    try:
-        local_platform.reset()
-        yield harness, start_arm(harness, factory, local_platform, estop_topic="estop", until_topic="done")
-    finally:
-        factory.stop_all()
-        harness.close()
+    with node_for_the_module(local_platform, tmp_path_factory.mktemp("shared_node"),
+                             estop_topic="estop", until_topic="done") as node:
+        yield node
 
 
 @pytest.fixture
