@@ -36,7 +36,7 @@ def drive(platform, ms, actions, **kwargs):
     return out, robot
 
 
-def test_above_the_window_the_arm_keeps_moving_with_requests_in_flight_together(platform):
+def test_above_the_window_the_arm_keeps_moving_with_requests_in_flight_and_each_action_knows_its_request(platform):
     out, robot = drive(platform, 700, 75)  # 5 s of motion at 15 Hz
     assert out.reason == "completed", out
     # only the stall after the first chunk (its successor could not have been asked for sooner)
@@ -45,6 +45,17 @@ def test_above_the_window_the_arm_keeps_moving_with_requests_in_flight_together(
     # one request per window played, the least a chunk's length allows, and a few to spare
     assert out.chunks <= out.actions / 8 + 2, out
     assert out.elapsed_s < out.actions * PERIOD + 1.5, out
+
+    # Each action carries the request and the observation it came from.
+    chunks = [a.chunk for a in robot.played]
+    assert chunks == sorted(chunks) and len(set(chunks)) == out.chunks
+    for earlier, later in zip(robot.played, robot.played[1:]):
+        if later.chunk != earlier.chunk:
+            assert later.rid != earlier.rid and later.observed_at > earlier.observed_at
+    # how old the observation behind each action is when it is acted: above the window, at least
+    # one refill latency (the physics), and no more than the lead and a window on top of it
+    ages = [t - a.observed_at for t, a in zip(robot.act_times, robot.played)][16:]
+    assert min(ages) > 0.5 and max(ages) < 0.8 * 1.2 * 1.25 + 2 * 0.14 + 2 * WINDOW_S
 
 
 def test_before_pipelining_the_same_run_stops_once_per_chunk(platform):
@@ -56,19 +67,6 @@ def test_below_the_window_one_request_is_in_flight_and_nothing_stalls(platform):
     out, robot = drive(platform, 150, 60)
     assert out.reason == "completed" and out.underruns == 0, out
     assert max(robot.in_flight) == 1
-
-
-def test_each_action_carries_the_request_and_the_observation_it_came_from(platform):
-    out, robot = drive(platform, 700, 45)
-    chunks = [a.chunk for a in robot.played]
-    assert chunks == sorted(chunks) and len(set(chunks)) == out.chunks
-    for earlier, later in zip(robot.played, robot.played[1:]):
-        if later.chunk != earlier.chunk:
-            assert later.rid != earlier.rid and later.observed_at > earlier.observed_at
-    # how old the observation behind each action is when it is acted: above the window, at least
-    # one refill latency (the physics), and no more than the lead and a window on top of it
-    ages = [t - a.observed_at for t, a in zip(robot.act_times, robot.played)][16:]
-    assert min(ages) > 0.5 and max(ages) < 0.8 * 1.2 * 1.25 + 2 * 0.14 + 2 * WINDOW_S
 
 
 def test_interrupt_with_several_requests_in_flight_stops_within_a_period_and_drops_them(platform):

@@ -315,15 +315,24 @@ ROS_CELLS = [(f.name, "ros") for f in FAULTS]
 @pytest.mark.ros
 @pytest.mark.parametrize("fault,level", ROS_CELLS, ids=[f"{f}-{lv}" for f, lv in ROS_CELLS])
 def test_ros_node_meets_the_documented_behaviour(ros_arm, platform, fault, level):
-    from ros_harness import start_arm
+    from eventually import wait_until
+    from ros_harness import ArmDouble, Planner
 
     harness, factory, (process, arm, planner) = ros_arm
     spec = BY_NAME[fault]
     try:
         if fault == "warming_at_connect":
-            # The node waits out a cold worker at startup (publishing ~/warming), then serves.
-            platform.fault("warming", seconds=3.0, eta_s=3)
-            cold, cold_arm, cold_planner = start_arm(harness, factory, platform)
+            # The node waits out a cold worker at startup (publishing ~/warming), then serves. The
+            # cold start lasts until the node has reported it, then 1 s more: one timed from when
+            # it was armed could be over before a slow-starting node (a loaded machine) first asked.
+            platform.fault("warming", seconds=600.0, eta_s=3)
+            cold, ns = factory(platform)
+            cold_arm, cold_planner = ArmDouble(harness.node, ns), Planner(harness.node, ns)
+            assert wait_until(lambda: any(w.warming for w in cold_planner.warming) or not cold.running, 60.0), \
+                cold.output()[-2000:]
+            platform.fault("warming", seconds=1.0, eta_s=1)
+            assert wait_until(lambda: (cold_planner.ready() and cold_planner.inputs_fresh) or not cold.running, 30.0), \
+                cold.output()[-2000:]
             assert any(w.warming and not w.ready for w in cold_planner.warming), "no warming status before ready"
             seen = _goal(harness.node, cold_planner, cold_arm, spec, platform, lambda p: None)
             seen.warmed = sum(w.warming for w in cold_planner.warming)

@@ -23,7 +23,7 @@ pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/w
 from _ros_goals import GoalRun
 from builtin_interfaces.msg import Time
 from eventually import wait_until
-from ros_harness import JOINTS, PolicyNodeFactory, RosHarness, start_arm
+from ros_harness import JOINTS, node_for_the_module
 from sensor_msgs.msg import Image, JointState
 from sequence_ai_ros.action import Act
 
@@ -38,15 +38,8 @@ GRIPPER = "fr3_finger_joint1"
 
 @pytest.fixture(scope="module")
 def node_under_test(local_platform, tmp_path_factory):
-    harness = RosHarness()
-    factory = PolicyNodeFactory(tmp_path_factory.mktemp("ros_inputs"))
-    try:
-        local_platform.reset()
-        process, arm, planner = start_arm(harness, factory, local_platform)
-        yield harness, process, arm, planner
-    finally:
-        factory.stop_all()
-        harness.close()
+    with node_for_the_module(local_platform, tmp_path_factory.mktemp("ros_inputs")) as (harness, started):
+        yield (harness, *started)
 
 
 def _replacing(harness, publisher, make: Callable[[], object], period_s: float):

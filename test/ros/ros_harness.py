@@ -13,8 +13,9 @@ import math
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import rclpy
@@ -111,6 +112,16 @@ class ArmDouble:
         with self._lock:
             return list(self.commands)
 
+    def forget(self) -> None:
+        """Start over, as a new arm would (a test on a node shared with others): no commands
+        recorded, every camera and the joint states on."""
+        with self._lock:
+            self.commands.clear()
+            self.sent_at.clear()
+            self.trajectories.clear()
+        self.silent_views.clear()
+        self.joint_states_on = True
+
     def settled_commands(self, expected: int, since: float = 0.0, timeout_s: float = 5.0):
         """The commands received since `since` once `expected` of them have arrived (or timeout_s
         passed), and a moment more for any extra one: this process may receive reliable samples
@@ -170,6 +181,14 @@ class Planner:
 
     def ready(self) -> bool:
         return bool(self.warming) and self.warming[-1].ready
+
+    def forget(self) -> None:
+        """Start over, as a new planner would (a test on a node shared with others): no outcomes,
+        refusals or feedback of earlier goals (the latest warming status, instruction and
+        diagnostics stay: they describe the node now)."""
+        self.outcomes.clear()
+        self.refusals.clear()
+        self._feedback.clear()
 
     # rclpy's ActionClient registers a request's future only after sending it; a response taken
     # by another executor thread in between is dropped. Every action-client call is therefore
@@ -303,6 +322,20 @@ class PolicyNodeFactory:
     def stop_all(self) -> None:
         for process in self.started:
             process.stop()
+
+
+@contextmanager
+def node_for_the_module(platform, log_dir: Path, **parameters: Any) -> Iterator[Tuple[RosHarness, Tuple[Any, ...]]]:
+    """A harness and `start_arm`'s (process, arm, planner) on a reset platform, for a module's tests
+    to share (the node's start paid once); everything stopped on exit."""
+    harness = RosHarness()
+    factory = PolicyNodeFactory(log_dir)
+    try:
+        platform.reset()
+        yield harness, start_arm(harness, factory, platform, **parameters)
+    finally:
+        factory.stop_all()
+        harness.close()
 
 
 def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **parameters: Any):

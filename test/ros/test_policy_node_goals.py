@@ -1,0 +1,293 @@
+"""Goals on one policy node process shared by the module, over real topics, against the local
+platform: every test here needs only the default parameters (with an e-stop and an until topic,
+idle unless a test publishes on them), so the node starts once. Each test starts from a clean
+slate (`shared`): the platform's faults and logs reset, the arm double's and the planner's records
+forgotten, and the node still running and ready.
+
+Tests that need parameters of their own, or that stop or restart the node, are in
+test_policy_node.py; the worker restart is last here, so no other test meets the new worker.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import pytest
+from eventually import wait_until
+from ros_harness import Planner, node_for_the_module
+from sequence_ai_ros.action import Act
+from sequence_ai_ros.srv import SetInstruction
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+HZ = 15.0
+PERIOD = 1.0 / HZ
+# Generous bound for "within one control period" on a loaded 2-core machine.
+STOP_BOUND_S = 2 * PERIOD + 0.15
+
+
+@pytest.fixture(scope="module")
+def shared_node(local_platform, tmp_path_factory):
+    with node_for_the_module(local_platform, tmp_path_factory.mktemp("shared_node"),
+                             estop_topic="estop", until_topic="done") as node:
+        yield node
+
+
+@pytest.fixture
+def shared(shared_node, platform):
+    """(ros, process, arm, planner) of the module's node, as if just started."""
+    harness, (process, arm, planner) = shared_node
+    assert process.running, process.output()[-2000:]
+    arm.forget()
+    planner.forget()
+    assert wait_until(lambda: planner.ready() and planner.inputs_fresh, 30.0), process.output()[-2000:]
+    yield harness, process, arm, planner
+    assert process.running, process.output()[-2000:]
+
+
+def run_commands(arm, since: float, until: float):
+    return [(t, v) for t, v in arm.command_log() if since <= t <= until]
+
+
+def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnostics(shared, platform):
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    ros, process, arm, planner = shared
+    seen = []  # this node's diagnostics while the goal runs
+    subscription = ros.node.create_subscription(
+        DiagnosticArray, "/diagnostics", lambda m: seen.extend(s for s in m.status if s.name.startswith(arm.ns + "/")), 10)
+    feedback = []
+    sent = time.monotonic()
+    handle = planner.send("pick up the red cube", max_seconds=3.0, feedback=feedback)
+    response = Planner.result(handle)
+    result = response.result
+    assert response.status == 4, "a timeout ends succeeded"  # GoalStatus.STATUS_SUCCEEDED
+    assert result.status == Act.Result.STATUS_TIMEOUT
+    assert result.outcome.reason == "timeout" and result.outcome.held
+    # Reliable QoS: every command arrives, a lost sample after a repair (up to a heartbeat period).
+    assert wait_until(lambda: len(run_commands(arm, sent, time.monotonic())) >= result.outcome.actions + 1, 5.0)
+    commands = run_commands(arm, sent, time.monotonic())
+    # Timing at the node (each command's publish time), not on arrival here: this process may get
+    # commands late and in a burst after a repair, which says nothing about the node's timer.
+    published_at = sorted(arm.sent_at[-len(commands):])
+    times = published_at[:-1]  # the last one is the hold
+    # The rate while commands flow; stalls for a late chunk are underruns, counted on their own.
+    flowing = (times[-1] - times[0]) - result.outcome.underrun_s
+    rate = (len(times) - 1) / flowing
+    gaps = [round(b - a, 3) for a, b in zip(times, times[1:])]
+    assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz outside underruns {result.outcome} {gaps}"
+    # Every command on a tick, the run's first included: none left the node in a burst, well
+    # under a period after the one before (the step and velocity checks assume a whole one). The
+    # bound is a quarter period, not a half: the node lets a command go out up to half a tick
+    # interval after the timer's callback, and on a loaded machine the callback itself and the
+    # publish after the check run late too (a 26 ms gap was seen, from no burst).
+    assert min(gaps) >= 0.25 / HZ, f"commands published {min(gaps) * 1000:.0f} ms apart: {gaps}"
+    typical = 1.0 / statistics.median(b - a for a, b in zip(times, times[1:]))
+    assert abs(typical - HZ) / HZ <= 0.4, f"typical interval is {1 / typical:.3f}s"
+    assert result.outcome.actions == len(commands) - 1
+    assert all(len(v) == 8 and all(math.isfinite(x) for x in v) for _, v in commands)
+    assert wait_until(lambda: planner.outcomes, 3.0)
+    published = planner.outcomes[-1]
+    assert published.reason == "timeout" and published.actions == result.outcome.actions
+    assert published.model == "pi05-droid" and published.final_instruction == "pick up the red cube"
+    # Feedback at >= 2 Hz while the run lasted, by the run time each message carries (the node's
+    # side; this process may receive reliable samples late, after a repair).
+    assert wait_until(lambda: feedback and feedback[-1][1].elapsed_s >= result.outcome.elapsed_s - 1.0, 5.0)
+    stamps = [fb.elapsed_s for _, fb in feedback]
+    assert len(stamps) >= 5 and (len(stamps) - 1) / (stamps[-1] - stamps[0]) >= 2.0
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= 1.0, stamps
+    # The goal's own instruction from the first message on (before the first request went out too).
+    assert all(fb.instruction == "pick up the red cube" for _, fb in feedback), [fb.instruction for _, fb in feedback]
+    # ...and it is not an instruction change.
+    assert result.outcome.instruction_swaps == 0 and math.isnan(result.outcome.max_instruction_lag_s)
+    # Diagnostics report the loop's rate, refill latency, underruns and the input ages.
+    assert wait_until(lambda: len(seen) >= 2, 5.0)
+    ros.node.destroy_subscription(subscription)
+    values = {kv.key: kv.value for kv in seen[-1].values}
+    assert float(values["control_hz_measured"]) == pytest.approx(HZ, rel=0.2)
+    assert values["refill_latency_s"] and float(values["refill_latency_s"]) > 0
+    assert "underruns" in values
+    ages = {k: v for k, v in values.items() if k.startswith("age_s ")}
+    assert {f"age_s {arm.ns}/joint_states", f"age_s {arm.ns}/cameras/wrist_left/image_raw"} <= set(ages)
+    assert all(0.0 <= float(v) < 5.0 for v in ages.values()), ages
+
+
+def test_instruction_change_reaches_the_worker_within_lookahead_plus_one_chunks(shared, platform):
+    from std_srvs.srv import Trigger
+
+    ros, process, arm, planner = shared
+    handle = planner.send("pick up the red cube", max_seconds=4.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    called_at = time.time()
+    reply = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
+    again = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
+    assert reply.accepted and reply.previous == "pick up the red cube"
+    assert again.accepted and "ignored" in again.message
+    assert time.time() - called_at < 1.0, "set_instruction must return at once"
+    result = Planner.result(handle).result
+    after = [r for r in platform.requests(limit=500) if r["time"] >= called_at]
+    old_first = 0
+    for record in after:
+        if record.get("instruction") == "open the top drawer":
+            break
+        old_first += 1
+    else:
+        pytest.fail(f"the new instruction never reached the worker: {[r.get('instruction') for r in after]}")
+    assert old_first <= 1 + 1, f"{old_first} requests still carried the old instruction"
+    assert result.outcome.instruction_swaps == 1, "one change, and the goal's own instruction is none"
+    assert result.outcome.max_instruction_lag_s < 3.0
+    assert result.outcome.final_instruction == "open the top drawer"
+    assert "open the top drawer" in planner.instructions
+    # With no run, both services refuse and change nothing: a goal carries its own instruction.
+    assert wait_until(lambda: planner.instructions[-1] == "open the top drawer", 3.0)
+    idle = planner.call(planner.set_instruction, SetInstruction.Request(instruction="wave"))
+    assert not idle.accepted and "no run in progress" in idle.message
+    stop = planner.call(planner.interrupt, Trigger.Request())
+    assert not stop.success and "no run in progress" in stop.message
+    assert planner.instructions[-1] == "open the top drawer", "~/instruction changed without a run"
+
+
+def test_interrupt_service_stops_within_one_control_period_and_holds(shared, platform):
+    from std_srvs.srv import Trigger
+
+    ros, process, arm, planner = shared
+    handle = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    reply = planner.call(planner.interrupt, Trigger.Request())
+    assert reply.success
+    response = Planner.result(handle)
+    assert response.status == 5  # GoalStatus.STATUS_CANCELED
+    assert response.result.status == Act.Result.STATUS_INTERRUPTED
+    assert response.result.outcome.reason == "interrupted" and response.result.outcome.held
+    # Every command the outcome counts, and the hold, may reach this process late (it now and
+    # then stalls for a second or more): wait for them all, then time them by when the node
+    # published them (DDS source stamps), not by when they arrived.
+    stamps = arm.settled_stamps(response.result.outcome.actions + 1)
+    assert len(stamps) == response.result.outcome.actions + 1, "one command per action, then one hold"
+    after = [t for t in stamps if t >= called]
+    assert after, "no hold was published"
+    assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the interrupt"
+    assert len(after) <= 3, f"{len(after)} commands after the interrupt"
+
+
+def test_goal_cancel_stops_within_one_control_period_and_holds(shared, platform):
+    ros, process, arm, planner = shared
+    handle = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    assert planner.cancel(handle), "the cancel request was not answered"
+    response = Planner.result(handle)
+    assert response.status == 5
+    assert response.result.status == Act.Result.STATUS_CANCELED
+    assert response.result.outcome.reason == "canceled" and response.result.outcome.held
+    stamps = arm.settled_stamps(response.result.outcome.actions + 1)  # as above
+    assert len(stamps) == response.result.outcome.actions + 1, "one command per action, then one hold"
+    after = [t for t in stamps if t >= called]  # the node's publish times, as above
+    assert after, "no hold was published"
+    assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the cancel"
+    assert len(after) <= 3, f"{len(after)} commands after the cancel"
+    assert planner.outcomes and planner.outcomes[-1].reason == "canceled"
+
+
+def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_released(shared, platform):
+    from std_msgs.msg import Bool
+
+    from sequence_ai_ros.qos import LATCHED as ESTOP_QOS
+
+    ros, process, arm, planner = shared
+    estop = ros.node.create_publisher(Bool, f"{arm.ns}/estop", ESTOP_QOS)
+    handle = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    pressed = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    estop.publish(Bool(data=True))
+    response = Planner.result(handle)
+    assert response.status == 6  # GoalStatus.STATUS_ABORTED
+    assert response.result.status == Act.Result.STATUS_ESTOP
+    outcome = response.result.outcome
+    assert outcome.reason == "estop" and outcome.held
+    stamps = arm.settled_stamps(outcome.actions + 1)  # by the node's publish stamps, as above
+    assert len(stamps) == outcome.actions + 1, "one command per action, then one hold"
+    after = [t for t in stamps if t >= pressed]
+    assert after and after[-1] - pressed <= STOP_BOUND_S, f"last command {after[-1] - pressed:.3f}s after the e-stop"
+    assert len(after) <= 3, f"{len(after)} commands after the e-stop"
+    assert "e-stop" in planner.rejected("pick up the red cube", max_seconds=2.0)
+    assert wait_until(lambda: planner.diagnostics is not None and planner.diagnostics.level == b"\x02", 5.0), \
+        "diagnostics do not say the e-stop is engaged"
+    estop.publish(Bool(data=False))
+    assert wait_until(lambda: planner.diagnostics.level != b"\x02", 5.0)
+    again = Planner.result(planner.send("pick up the red cube", max_seconds=1.0)).result
+    assert again.status == Act.Result.STATUS_TIMEOUT and again.outcome.actions > 0
+
+
+def test_nan_actions_are_never_published_and_the_run_aborts_held(shared, platform):
+    ros, process, arm, planner = shared
+    handle = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
+    platform.fault("nan_actions")
+    response = Planner.result(handle)
+    assert response.status == 6
+    assert response.result.status == Act.Result.STATUS_POLICY_ERROR
+    assert response.result.outcome.reason.startswith("raised:") and response.result.outcome.held
+    assert all(all(math.isfinite(x) for x in v) for _, v in arm.command_log())
+
+
+def test_second_goal_while_busy_is_rejected_with_a_reason(shared, platform):
+    ros, process, arm, planner = shared
+    first = planner.send("pick up the red cube", max_seconds=4.0)
+    assert wait_until(lambda: len(arm.command_log()) > 3, 10.0)
+    assert "busy" in planner.rejected("wave", max_seconds=4.0)
+    assert Planner.result(first).result.status == Act.Result.STATUS_TIMEOUT
+
+
+def test_invalid_goals_are_rejected_naming_the_field(shared, platform):
+    ros, process, arm, planner = shared
+    assert "max_seconds" in planner.rejected("pick up the red cube", max_seconds=0.0)
+    assert "instruction" in planner.rejected("   ", max_seconds=3.0)
+    assert arm.command_log() == [], "a rejected goal moves nothing"
+    assert not planner.outcomes, "a rejected goal publishes no outcome"
+
+
+def test_parameters_are_read_only_so_a_live_edit_is_refused_not_ignored(shared, platform):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters, SetParameters
+
+    ros, process, arm, planner = shared
+    node_name = planner.act._action_name.rsplit("/", 1)[0]
+    tighter = Parameter(name="max_step_rad", value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=0.05))
+    result = planner.call(ros.node.create_client(SetParameters, f"{node_name}/set_parameters"),
+                          SetParameters.Request(parameters=[tighter]), attempts=3).results[0]
+    assert not result.successful and "read-only" in result.reason
+    value = planner.call(ros.node.create_client(GetParameters, f"{node_name}/get_parameters"),
+                         GetParameters.Request(names=["max_step_rad"]), attempts=3).values[0]
+    assert value.double_value == 0.2
+
+
+def test_until_topic_ends_the_run_with_reason_until(shared, platform):
+    from std_msgs.msg import Bool
+
+    ros, process, arm, planner = shared
+    done = ros.node.create_publisher(Bool, f"{arm.ns}/done", 10)
+    handle = planner.send("pick up the red cube", max_seconds=10.0)
+    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
+    done.publish(Bool(data=True))
+    response = Planner.result(handle)
+    assert response.status == 4 and response.result.status == Act.Result.STATUS_UNTIL
+    assert response.result.outcome.reason == "until" and response.result.outcome.held
+
+
+# Last: the node carries on with the restarted worker, which no other test here meets.
+def test_worker_restart_mid_run_continues_or_ends_held_with_a_reason(shared, platform):
+    ros, process, arm, planner = shared
+    handle = planner.send("pick up the red cube", max_seconds=5.0)
+    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    platform.fault("restart_worker")
+    response = Planner.result(handle)
+    outcome = response.result.outcome
+    assert outcome.held
+    # the client re-pins through the gateway and carries on; if it cannot, the reason names the worker
+    assert outcome.reason == "timeout" or (outcome.reason.startswith("raised:") and "worker" in response.result.message), \
+        f"unclear ending: {outcome.reason}: {response.result.message}"
+    assert all(all(math.isfinite(x) for x in v) for _, v in arm.command_log())
