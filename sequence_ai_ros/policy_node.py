@@ -51,7 +51,8 @@ def main(argv: Optional[list] = None) -> int:
     inputs.add_node(node.inputs_node)
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
     spinner.start()
-    threading.Thread(target=inputs.spin, name="inputs", daemon=True).start()
+    inputs_spinner = threading.Thread(target=inputs.spin, name="inputs", daemon=True)
+    inputs_spinner.start()
     clock = SingleThreadedExecutor()
     clock.add_node(node.clock_node)
 
@@ -59,7 +60,8 @@ def main(argv: Optional[list] = None) -> int:
         node.priority.apply()
         clock.spin()
 
-    threading.Thread(target=spin_clock, name="control-clock", daemon=True).start()
+    clock_spinner = threading.Thread(target=spin_clock, name="control-clock", daemon=True)
+    clock_spinner.start()
     while not stop.wait(0.5) and spinner.is_alive():
         pass
     node.shutdown()
@@ -68,6 +70,12 @@ def main(argv: Optional[list] = None) -> int:
     node.finish_recordings()
     for executor_ in (executor, inputs, clock):
         executor_.shutdown(timeout_sec=2.0)
+    # Jazzy's shutdown() returns without waiting for its spin to end; a node destroyed under a
+    # thread still in spin_once aborted the process ("terminate called without an active
+    # exception", exit -6, once in a full suite run). Each spin ends at the shutdown's wake-up.
+    for thread in (spinner, inputs_spinner, clock_spinner):
+        thread.join(timeout=5.0)
+    _join_callbacks(executor, timeout_s=5.0)
     for each in (node.inputs_node, node.clock_node, node):
         each.destroy_node()
     rclpy.shutdown()
@@ -92,6 +100,16 @@ def deliver_results(result_futures: Iterable[Future], executor: Executor, timeou
     with executor._tasks_lock:
         scheduled = [task for task, entity, _node in executor._tasks if entity is None and not task.done()]
     return all(_done_by(task, deadline) for task in scheduled)
+
+
+def _join_callbacks(executor: MultiThreadedExecutor, timeout_s: float) -> None:
+    """Let the callbacks still running on the executor's pool (a timer's publish, a service) end
+    before the nodes are destroyed under them (bounded: a callback that never ends is left)."""
+    pool = getattr(executor, "_executor", None)  # the pool is private; rclpy never shuts it down
+    if pool is not None:
+        closer = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, daemon=True)
+        closer.start()
+        closer.join(timeout_s)
 
 
 def _done_by(future: Future, deadline: float) -> bool:
