@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 __all__ = ["LaunchProcess", "NodeProcess", "config_path", "ros2_cli", "ros_environment"]
 
-MODULES = {"policy_node": "sequence_ai_ros.policy_node", "sim_robot": "sequence_ai_ros.sim_robot"}
+from .executables import EXECUTABLES
 
 
 def config_path(name: str) -> Path:
@@ -105,9 +105,9 @@ class NodeProcess(_Process):
     def __init__(self, executable: str, *, params_files: Sequence[Path] = (), namespace: str = "",
                  parameters: Optional[Dict[str, object]] = None, env: Optional[Dict[str, str]] = None,
                  log_path: Union[str, Path, None] = None):
-        if executable not in MODULES:
-            raise ValueError(f"unknown executable {executable!r}; expected one of {', '.join(MODULES)}")
-        args: List[str] = [sys.executable, "-P", "-m", MODULES[executable], "--ros-args"]
+        if executable not in EXECUTABLES:
+            raise ValueError(f"unknown executable {executable!r}; expected one of {', '.join(EXECUTABLES)}")
+        args: List[str] = [sys.executable, "-P", "-m", "sequence_ai_ros.executables", executable, "--ros-args"]
         for path in params_files:
             args += ["--params-file", str(path)]
         for name, value in (parameters or {}).items():

@@ -165,13 +165,15 @@ def render(view: str, q: np.ndarray, gripper: float, width: int, height: int) ->
 
 def main(argv: Optional[list] = None) -> int:
     rclpy.init(args=argv if argv is not None else sys.argv)
-    node = SimRobot()
+    node = None
     try:
+        node = SimRobot()
         rclpy.spin(node)
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C, while spinning or still starting up: a clean exit
     finally:
-        node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
     return 0

@@ -121,3 +121,18 @@ def test_sim_robot_publishes_joint_states_and_16_9_cameras_follows_commands_and_
             changed = np.any(after != before[view], axis=2).mean()
             assert changed > 0.01, f"{view}: only {changed:.2%} of the pixels changed after the arm moved"
         assert sim.running
+
+
+@pytest.mark.parametrize("after_s", [0.15, 0.45, 1.5])  # importing numpy / building the node / spinning
+def test_ctrl_c_at_any_moment_of_start_up_exits_cleanly(tmp_path, after_s):
+    """A demo launch whose policy node cannot start ends the simulated arm while it is still starting
+    up: that must be a clean exit (status 0, no traceback), as launch's 'finished cleanly' expects.
+    The delay is the scenario (when the signal lands), not a wait for something to happen."""
+    import signal
+
+    process = NodeProcess("sim_robot", log_path=tmp_path / "sim_robot.log")
+    time.sleep(after_s)
+    process.process.send_signal(signal.SIGINT)
+    assert process.process.wait(20.0) == 0, process.output()[-2000:]
+    process.stop()
+    assert "Traceback" not in process.output(), process.output()[-2000:]
