@@ -170,11 +170,11 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
             node.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append, latched)
             act = ActionClient(node, Act, f"{namespace}/sequence_ai_policy/act")
             spinner.start()
-            if not _wait(lambda: bool(warming) and warming[-1].ready, 60.0) or not node_process.running:
+            if not common.wait_until(lambda: bool(warming) and warming[-1].ready, 60.0) or not node_process.running:
                 return {"skipped": "the node never became ready: " + node_process.output()[-500:]}
             # The camera process may still be starting (importing rclpy, discovery): the goal waits
             # until it has published for a second, so the node's caches hold live frames.
-            if not _wait(lambda: _lines(cameras_log) >= 2 * int(FPS), 60.0):
+            if not common.wait_until(lambda: _lines(cameras_log) >= 2 * int(FPS), 60.0):
                 return {"skipped": "the camera process never published"}
             time.sleep(1.0)
             if not act.wait_for_server(timeout_sec=20.0):
@@ -183,10 +183,10 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
             arm.published.clear()
             goal = Act.Goal(instruction="pick up the cup", max_seconds=seconds * 3 + 10, max_actions=actions)
             future = act.send_goal_async(goal)
-            if not _wait(future.done, 20.0):
+            if not common.wait_until(future.done, 20.0):
                 return {"skipped": "goal not answered"}
             answer = future.result().get_result_async()
-            if not _wait(answer.done, seconds * 3 + 30):
+            if not common.wait_until(answer.done, seconds * 3 + 30):
                 return {"skipped": "goal did not finish"}
             outcome = answer.result().result.outcome
             result["actions"], result["reason"], result["planned"] = int(outcome.actions), outcome.reason, actions
@@ -194,7 +194,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
             result["underruns"] = int(outcome.underruns)
             if record:
                 result["recording"], result["frames_dropped"] = outcome.recording, int(outcome.recording_frames_dropped)
-                result["recording_complete"] = bool(outcome.recording) and _wait(
+                result["recording_complete"] = bool(outcome.recording) and common.wait_until(
                     lambda: _recording_complete(outcome.recording), 30.0)
             arrivals = arm.arrivals[: int(outcome.actions)]  # the hold that follows is not a control tick
             result["intervals"] = [b - a for a, b in zip(arrivals, arrivals[1:])]
@@ -252,15 +252,6 @@ def _lines(path: str) -> int:
             return sum(1 for _ in handle)
     except OSError:
         return 0
-
-
-def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -83,20 +83,20 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
                                         latched)
             act = ActionClient(planner, Act, f"{namespace}/sequence_ai_policy/act")
             spinner.start()
-            if not _wait(lambda: bool(warming) and warming[-1].ready, 90.0) or not node_process.running:
+            if not common.wait_until(lambda: bool(warming) and warming[-1].ready, 90.0) or not node_process.running:
                 return {"error": "the node never became ready: " + node_process.output()[-400:]}
             if not act.wait_for_server(timeout_sec=30.0):
                 return {"error": "no act action server"}
             # the arm's cameras and joint states flowing for a moment first, as on a robot that is up
-            if not _wait(lambda: len(heard) == 3 and min(heard.values()) >= 15, 60.0):
+            if not common.wait_until(lambda: len(heard) == 3 and min(heard.values()) >= 15, 60.0):
                 return {"error": f"the simulated arm's topics never all arrived ({heard}): " + sim.output()[-300:]}
             started = time.monotonic()
             goal = Act.Goal(instruction=bench_latency.INSTRUCTION, max_seconds=float(seconds), max_actions=0)
             sent = act.send_goal_async(goal)
-            if not _wait(sent.done, 30.0) or not sent.result().accepted:
+            if not common.wait_until(sent.done, 30.0) or not sent.result().accepted:
                 return {"error": "goal not accepted: " + node_process.output()[-400:]}
             answer = sent.result().get_result_async()
-            if not _wait(answer.done, seconds * 3 + 30):
+            if not common.wait_until(answer.done, seconds * 3 + 30):
                 return {"error": "goal did not finish"}
             outcome = answer.result().result.outcome
         finally:
@@ -148,15 +148,6 @@ def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.7), log
             entry["node before"] = case(latency, seconds, BEFORE, 300 + index, log)
         out.append(entry)
     return out
-
-
-def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
 
 
 def main(argv: Optional[List[str]] = None) -> int:

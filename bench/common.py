@@ -9,9 +9,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import venv
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -86,3 +87,13 @@ def read_log(path: str) -> List[dict]:
         return []
     with open(path) as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    """Whether `predicate()` held within `timeout_s` (looked at every 50 ms, once more at the end)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
