@@ -101,14 +101,14 @@ class CommandPublisher:
         self.recorder: Any = None  # record_dir: the goal's Recorder, told of every command published
 
     def publish(self, command: Command, period_s: float) -> None:
-        message = self._message(command, period_s)
+        names, values = self._named_values(command)
+        message = self._message(names, values, command.interface, period_s)
         if self._dry:
             self._log(f"dry_run: {command.interface} command {list(command.joints)} gripper {command.gripper}")
             return
         self._publisher.publish(message)
         recorder = self.recorder
         if recorder is not None:
-            names, values = self._named_values(command)
             recorder.arm_command(names, values, velocity=command.interface == "velocity")
 
     def _named_values(self, command: Command) -> Tuple[List[str], List[float]]:
@@ -119,12 +119,11 @@ class CommandPublisher:
             names.append(self.config.gripper_joint)
         return names, values
 
-    def _message(self, command: Command, period_s: float):
-        names, values = self._named_values(command)
+    def _message(self, names: List[str], values: List[float], interface: str, period_s: float):
         if self.message_type is Float64MultiArray:
             return Float64MultiArray(data=values)
         point = JointTrajectoryPoint()
-        if command.interface == "velocity":
+        if interface == "velocity":
             point.velocities = values
         else:
             point.positions = values

@@ -10,9 +10,9 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+from eventually import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -49,15 +49,16 @@ def _script(tmp_path) -> str:
     return str(path)
 
 
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _gone(pid: int, within_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_until(lambda: not _running(pid), within_s, poll_s=0.05) is not None
 
 
 def test_mock_runs_a_script_with_no_key_and_stops_the_platform_at_exit(tmp_path):
