@@ -107,12 +107,13 @@ class PolicyNode(Node):
 
         # The one clock of the control loop, on the clock companion: its tick runs on the thread
         # that woke from the timer's wait (docs/ROS.md "One clock").
-        self.ticks = TimerTicks()
         self.tick_rate = TickRate()
         self.priority = ControlPriority(c.realtime_priority, self.get_logger().warning)
         self.run_clock = RunClock(self._now_s, bool(self.get_parameter("use_sim_time").value))
         self.clock_node = companion_node(self, "clock", argv)
-        self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick)
+        self.control_timer = self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick)
+        timer_clock = self.control_timer.clock
+        self.ticks = TimerTicks(1.0 / self.control_hz, lambda: timer_clock.now().nanoseconds * 1e-9)
 
         # Goals and services: one goal at a time (goal_run.py).
         self.goals = GoalSlot(c.busy_policy == "preempt", self.policy.interrupt)
@@ -160,7 +161,8 @@ class PolicyNode(Node):
             run.interrupt_again()
             if run.stop_reason is None and self.run_clock.expired():
                 run.stop("timeout")
-        self.ticks.tick()
+        next_call_ns = self.control_timer.time_until_next_call()
+        self.ticks.tick(None if next_call_ns is None else next_call_ns * 1e-9)
 
     def _act_on_beat(self, run: GoalRun, row: Any) -> None:
         """Publish a validated row on a tick: the run's first command and the first after a stall

@@ -8,9 +8,11 @@ dropped, never replayed as a burst; after a stall the next action waits for the 
 The node also calls `on_beat()` just before each command goes out: the run's first command and
 the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
 commands are one period apart — the spacing the step and velocity checks assume. So does a
-command whose thread was held up for more than half a tick interval between the tick that
-released it and the publish (a starved CPU, a long-held GIL): going out then would put it less
-than half a period before the next tick's command.
+command that would go out less than half a period before the timer's next scheduled call: its
+thread was held up after the tick (a starved CPU, a long-held GIL), or the tick itself came late
+(rcl then schedules the next call on the next period boundary, which may be a few milliseconds
+away). Going out then would put it that close to the next tick's command. The schedule is the
+timer's own (`time_until_next_call`, on the timer's clock: sim time too), not the callback times.
 
 A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
 until the node calls `sent()` after publishing, at most HANDOFF_S. Otherwise the executor's own
@@ -20,6 +22,7 @@ it — a few hundred microseconds on every command, more in the tail (docs/ROS.m
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Callable, Optional
@@ -36,7 +39,13 @@ HANDOFF_S = 0.005
 class TimerTicks:
     """Implements sequence_ai's Pacer protocol from timer callbacks."""
 
-    def __init__(self, handoff_s: float = HANDOFF_S) -> None:
+    def __init__(self, period_s: float, now: Callable[[], float] = time.monotonic,
+                 handoff_s: float = HANDOFF_S) -> None:
+        """`period_s` and `now` on the timer's clock (seconds)."""
+        if not (period_s > 0 and math.isfinite(period_s)):
+            raise ValueError(f"period_s must be a positive number of seconds (got {period_s!r})")
+        self._period_s = period_s
+        self._now = now
         self._handoff_s = handoff_s
         self._cond = threading.Condition()
         self._ticks = 0
@@ -45,16 +54,18 @@ class TimerTicks:
         self._released = False  # a tick released the loop and no command has gone out since
         self._waiting = False  # the loop is blocked until the next tick
         self._sent = threading.Event()  # the command of the latest tick went out
-        self._tick_at: Optional[float] = None  # monotonic time of the latest tick
-        self._interval: Optional[float] = None  # between the latest two ticks (wall time: sim time too)
+        # Latest moment (on `now`'s clock) a command released by the latest tick may go out: half
+        # a period before the timer's next scheduled call.
+        self._slot_ends_at = -math.inf
         self._woken_by: set = set()  # ids of the interrupt flags that notify this object
 
-    def tick(self) -> None:
-        now = time.monotonic()
+    def tick(self, next_call_in_s: Optional[float] = None) -> None:
+        """The timer fired. `next_call_in_s`: its time until the next call, on `now`'s clock
+        (`Timer.time_until_next_call`); None takes the tick as on schedule."""
+        next_in = self._period_s if next_call_in_s is None else next_call_in_s
+        slot_ends_at = self._now() + next_in - self._period_s / 2
         with self._cond:
-            if self._tick_at is not None:
-                self._interval = now - self._tick_at
-            self._tick_at = now
+            self._slot_ends_at = slot_ends_at
             self._ticks += 1
             waiting = self._waiting
             self._sent.clear()
@@ -89,17 +100,15 @@ class TimerTicks:
 
     def on_beat(self, interrupted: Callable[[], bool]) -> None:
         """Just before a command goes out: at once when a tick released the loop, nothing was
-        published since and the latest tick is less than half a tick interval old; otherwise (a
-        run's first command, the first after a stall, a command held up past that) at the next
-        tick, which then counts as this command's."""
+        published since and the timer's next call is at least half a period away; otherwise (a
+        run's first command, the first after a stall, a command held up or released by a late
+        tick) at the next tick, which then counts as this command's."""
         with self._cond:
             if self._released:
                 self._released = False
-                # (an interval implies a latest tick)
-                late = self._interval is not None and time.monotonic() - self._tick_at > self._interval / 2
-                if not late:
+                if self._now() <= self._slot_ends_at:
                     return
-                # held up past half the interval since the releasing tick: its slot is gone
+                # too close to the next tick: this slot is gone
             self._await_tick_after(self._ticks, interrupted)
             self._seen = self._ticks
             self._fresh = False
