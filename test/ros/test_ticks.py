@@ -10,7 +10,6 @@ from eventually import wait_until
 
 from sequence_ai_ros.ticks import TimerTicks
 
-
 PERIOD = 1 / 15
 
 
