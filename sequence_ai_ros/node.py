@@ -161,8 +161,7 @@ class PolicyNode(Node):
             run.interrupt_again()
             if run.stop_reason is None and self.run_clock.expired():
                 run.stop("timeout")
-        next_call_ns = self.control_timer.time_until_next_call()
-        self.ticks.tick(None if next_call_ns is None else next_call_ns * 1e-9)
+        self.ticks.tick()
 
     def _act_on_beat(self, run: GoalRun, row: Any) -> None:
         """Publish a validated row on a tick: the run's first command and the first after a stall

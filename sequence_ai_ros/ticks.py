@@ -7,12 +7,13 @@ dropped, never replayed as a burst; after a stall the next action waits for the 
 
 The node also calls `on_beat()` just before each command goes out: the run's first command and
 the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
-commands are one period apart — the spacing the step and velocity checks assume. So does a
-command that would go out less than half a period before the timer's next scheduled call: its
-thread was held up after the tick (a starved CPU, a long-held GIL), or the tick itself came late
-(rcl then schedules the next call on the next period boundary, which may be a few milliseconds
-away). Going out then would put it that close to the next tick's command. The schedule is the
-timer's own (`time_until_next_call`, on the timer's clock: sim time too), not the callback times.
+commands are one period apart — the spacing the step and velocity checks assume. And no command
+goes out less than half a period after the one before, on the timer's clock (sim time too): such
+a command waits for the next tick. That happens when its tick came moments after the previous
+command went out — the previous tick's callback ran late (a busy executor; rcl puts the next call
+on the next period boundary, which may then be a few milliseconds away), or the previous command's
+thread was held up after its tick (a starved CPU, a long-held GIL). A timer that is late by the
+same amount on every call keeps its commands a period apart, and they all go out.
 
 A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
 until the node calls `sent()` after publishing, at most HANDOFF_S. Otherwise the executor's own
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 __all__ = ["TimerTicks"]
 
@@ -54,18 +55,11 @@ class TimerTicks:
         self._released = False  # a tick released the loop and no command has gone out since
         self._waiting = False  # the loop is blocked until the next tick
         self._sent = threading.Event()  # the command of the latest tick went out
-        # Latest moment (on `now`'s clock) a command released by the latest tick may go out: half
-        # a period before the timer's next scheduled call.
-        self._slot_ends_at = -math.inf
+        self._beat_at = -math.inf  # when on_beat last let a command go out (on `now`'s clock)
         self._woken_by: set = set()  # ids of the interrupt flags that notify this object
 
-    def tick(self, next_call_in_s: Optional[float] = None) -> None:
-        """The timer fired. `next_call_in_s`: its time until the next call, on `now`'s clock
-        (`Timer.time_until_next_call`); None takes the tick as on schedule."""
-        next_in = self._period_s if next_call_in_s is None else next_call_in_s
-        slot_ends_at = self._now() + next_in - self._period_s / 2
+    def tick(self) -> None:
         with self._cond:
-            self._slot_ends_at = slot_ends_at
             self._ticks += 1
             waiting = self._waiting
             self._sent.clear()
@@ -99,19 +93,23 @@ class TimerTicks:
             self._seen = self._ticks
 
     def on_beat(self, interrupted: Callable[[], bool]) -> None:
-        """Just before a command goes out: at once when a tick released the loop, nothing was
-        published since and the timer's next call is at least half a period away; otherwise (a
-        run's first command, the first after a stall, a command held up or released by a late
-        tick) at the next tick, which then counts as this command's."""
+        """Just before a command goes out: at once when a tick released the loop and nothing was
+        published since; otherwise (a run's first command, the first after a stall) at the next
+        tick, which then counts as this command's. Either way, not less than half a period after
+        the command before: then at the tick after."""
         with self._cond:
-            if self._released:
-                self._released = False
-                if self._now() <= self._slot_ends_at:
-                    return
-                # too close to the next tick: this slot is gone
-            self._await_tick_after(self._ticks, interrupted)
-            self._seen = self._ticks
-            self._fresh = False
+            waited = not self._released
+            self._released = False
+            if waited:
+                self._await_tick_after(self._ticks, interrupted)
+            # (a clock that went back — a sim reset, a wall-clock step — spaces nothing)
+            while 0 <= self._now() - self._beat_at < self._period_s / 2 and not interrupted():
+                self._await_tick_after(self._ticks, interrupted)
+                waited = True
+            if waited:  # the tick this command went out on is the loop's latest
+                self._seen = self._ticks
+                self._fresh = False
+            self._beat_at = self._now()
 
     def _wake(self) -> None:
         with self._cond:
