@@ -150,8 +150,10 @@ class PolicyNode(Node):
         run = self.goals.run
         running = run is not None and not run.held.is_set()  # after the final hold: silence
         # Never coast: a velocity controller keeps the last command, so a tick with nothing
-        # published while a run is active (the buffer is dry) gets an explicit zero.
-        stalled = self.arm.published_this_tick == 0 and self.arm.last_command is not None
+        # published while a run is active (the buffer is dry) gets an explicit zero — unless a
+        # command is ready and waits for this very tick (ticks.py), and follows at once.
+        stalled = (self.arm.published_this_tick == 0 and self.arm.last_command is not None
+                   and not self.ticks.command_waiting)
         if running and self.config.command_interface == "velocity" and stalled:
             command = self.arm.hold_command()
             if command is not None:
@@ -167,11 +169,13 @@ class PolicyNode(Node):
         """Publish a validated row on a tick: the run's first command and the first after a stall
         wait for the next one, so no two commands go out less than a period apart."""
         self.ticks.on_beat(lambda: self.policy.interrupted)
+        published = False
         try:
             with run.publishing():  # refused once the run is stopping
                 self.arm.act(row)
+                published = True
         finally:
-            self.ticks.sent()
+            self.ticks.sent(published)
 
     # -- goals ----------------------------------------------------------------------------------
     def _refusal(self, goal: Any) -> Optional[str]:

@@ -55,13 +55,15 @@ class TimerTicks:
         self._released = False  # a tick released the loop and no command has gone out since
         self._waiting = False  # the loop is blocked until the next tick
         self._sent = threading.Event()  # the command of the latest tick went out
-        self._beat_at = -math.inf  # when on_beat last let a command go out (on `now`'s clock)
+        self._beat_at = -math.inf  # when the latest command went out (sent(), on `now`'s clock)
+        self._beat_waiting = False  # a command waits in on_beat for a tick
         self._woken_by: set = set()  # ids of the interrupt flags that notify this object
 
     def tick(self) -> None:
         with self._cond:
             self._ticks += 1
-            waiting = self._waiting
+            # (a loop that this tick will not let publish, by the spacing rule, is not waited for)
+            waiting = self._waiting and not self._too_soon()
             self._sent.clear()
             self._cond.notify_all()
         if waiting:
@@ -69,9 +71,24 @@ class TimerTicks:
             # code after this callback would otherwise run first and delay the command.
             self._sent.wait(self._handoff_s)
 
-    def sent(self) -> None:
-        """The command this tick released went out (or will not): the timer's thread goes on."""
+    def sent(self, published: bool = True) -> None:
+        """The command on_beat let go has gone out (`published`) or will not: the timer's thread
+        goes on, and the next command keeps half a period from this one."""
+        if published:
+            now = self._now()
+            with self._cond:
+                self._beat_at = now
         self._sent.set()
+
+    @property
+    def command_waiting(self) -> bool:
+        """A command is ready and waits in on_beat for a tick (the timer's callback need not fill
+        this interval with a stall's zero velocity: the command follows at once)."""
+        return self._beat_waiting
+
+    def _too_soon(self) -> bool:
+        # (a clock that went back — a sim reset, a wall-clock step — spaces nothing)
+        return 0 <= self._now() - self._beat_at < self._period_s / 2
 
     def reset(self) -> None:
         """Start of a run, or the end of a stall: that action was not on a tick, so the next one
@@ -96,20 +113,22 @@ class TimerTicks:
         """Just before a command goes out: at once when a tick released the loop and nothing was
         published since; otherwise (a run's first command, the first after a stall) at the next
         tick, which then counts as this command's. Either way, not less than half a period after
-        the command before: then at the tick after."""
+        the command before went out (`sent`): then at the tick after."""
         with self._cond:
             waited = not self._released
             self._released = False
-            if waited:
-                self._await_tick_after(self._ticks, interrupted)
-            # (a clock that went back — a sim reset, a wall-clock step — spaces nothing)
-            while 0 <= self._now() - self._beat_at < self._period_s / 2 and not interrupted():
-                self._await_tick_after(self._ticks, interrupted)
-                waited = True
-            if waited:  # the tick this command went out on is the loop's latest
+            self._beat_waiting = True
+            try:
+                if waited:
+                    self._await_tick_after(self._ticks, interrupted)
+                while self._too_soon() and not interrupted():
+                    self._await_tick_after(self._ticks, interrupted)
+                    waited = True
+            finally:
+                self._beat_waiting = False
+            if waited:  # the tick this command goes out on is the loop's latest
                 self._seen = self._ticks
                 self._fresh = False
-            self._beat_at = self._now()
 
     def _wake(self) -> None:
         with self._cond:

@@ -101,15 +101,30 @@ class HandClock:
         return self.t
 
 
+def gives_up_after(seconds: float):
+    """An `interrupted` that goes up after `seconds`: a wait that should have ended fails, not hangs."""
+    end = time.monotonic() + seconds
+    return lambda: time.monotonic() > end
+
+
+def publish(ticks: TimerTicks, within_s: float = 2.0) -> float:
+    """The node's way to send one command (on_beat, then sent): how long on_beat took."""
+    started = time.monotonic()
+    ticks.on_beat(gives_up_after(within_s))
+    took = time.monotonic() - started
+    ticks.sent()
+    return took
+
+
 def on_the_beat(ticks: TimerTicks) -> None:
     """A first tick releases the loop and its command goes out: on the beat from here."""
     ticks.reset()
     threading.Timer(0.02, ticks.tick).start()
     ticks.wait(PERIOD, never)
-    ticks.on_beat(never)
+    publish(ticks)
 
 
-def on_beat_after(ticks: TimerTicks, clock: HandClock, advances: tuple, every_s: float = 0.1) -> float:
+def publish_with_ticks(ticks: TimerTicks, clock: HandClock, advances: tuple, every_s: float = 0.1) -> float:
     """How long on_beat takes with a tick every `every_s`, the timer's clock moved on by each of
     `advances` at its tick."""
     def ticker() -> None:
@@ -120,9 +135,7 @@ def on_beat_after(ticks: TimerTicks, clock: HandClock, advances: tuple, every_s:
 
     thread = threading.Thread(target=ticker)
     thread.start()
-    started = time.monotonic()
-    ticks.on_beat(never)
-    took = time.monotonic() - started
+    took = publish(ticks, within_s=every_s * len(advances) + 1.0)
     thread.join()
     return took
 
@@ -139,8 +152,8 @@ def test_a_command_less_than_half_a_period_after_the_one_before_waits_for_the_ne
     clock.t += after_s
     ticks.tick()  # releases the loop
     ticks.wait(PERIOD, never)  # due at once
-    took = on_beat_after(ticks, clock, (PERIOD, PERIOD))
-    assert took >= 0.08 if waits else took < 0.05, took
+    took = publish_with_ticks(ticks, clock, (PERIOD, PERIOD))
+    assert 0.08 <= took < 0.18 if waits else took < 0.05, took
 
 
 def test_the_first_command_after_a_stall_also_keeps_half_a_period_from_the_one_before():
@@ -151,8 +164,22 @@ def test_the_first_command_after_a_stall_also_keeps_half_a_period_from_the_one_b
     on_the_beat(ticks)
     ticks.reset()  # the buffer ran dry: the loop restarts the schedule
     clock.t += 0.01
-    took = on_beat_after(ticks, clock, (0.005, PERIOD))  # its tick 15 ms after the command before
-    assert took >= 0.18, f"went out on the first tick, {took:.3f} s"
+    took = publish_with_ticks(ticks, clock, (0.005, PERIOD, PERIOD))  # its tick 15 ms after the command before
+    assert 0.18 <= took < 0.28, f"{took:.3f} s: went out on the first tick, or not on the second"
+
+
+def test_the_spacing_counts_from_a_command_that_went_out_not_one_that_did_not():
+    clock = HandClock()
+    ticks = TimerTicks(PERIOD, now=clock)
+    on_the_beat(ticks)
+    clock.t += 1.0
+    ticks.tick()
+    ticks.wait(PERIOD, never)
+    ticks.on_beat(never)
+    ticks.sent(published=False)  # refused (the run was stopping): nothing went out
+    ticks.reset()  # the next run
+    clock.t += 0.01
+    assert publish_with_ticks(ticks, clock, (0.01, PERIOD)) < 0.18, "held back by a command never sent"
 
 
 def test_a_timer_late_by_the_same_amount_every_call_loses_no_command():
@@ -165,9 +192,7 @@ def test_a_timer_late_by_the_same_amount_every_call_loses_no_command():
         clock.t += PERIOD
         ticks.tick()
         ticks.wait(PERIOD, never)
-        started = time.monotonic()
-        ticks.on_beat(never)
-        assert time.monotonic() - started < 0.05
+        assert publish(ticks, within_s=1.0) < 0.05
 
 
 def test_a_clock_that_went_back_does_not_hold_commands():
@@ -177,9 +202,31 @@ def test_a_clock_that_went_back_does_not_hold_commands():
     clock.t -= 30.0  # a simulator reset
     ticks.tick()
     ticks.wait(PERIOD, never)
+    assert publish(ticks, within_s=1.0) < 0.05
+
+
+def test_a_command_held_back_is_waiting_and_its_tick_does_not_stand_aside():
+    # The node skips a stall's zero velocity at a tick a command is waiting for (it follows at
+    # once), and a tick that will not let the command out does not wait for it to go out.
+    clock = HandClock()
+    ticks = TimerTicks(PERIOD, now=clock, handoff_s=5.0)
+    on_the_beat(ticks)
+    ticks.reset()
+    assert not ticks.command_waiting
+    waiter = threading.Thread(target=publish, args=(ticks, 10.0))
+    waiter.start()
+    assert wait_until(lambda: ticks.command_waiting)
+    clock.t += 0.005
     started = time.monotonic()
-    ticks.on_beat(never)
-    assert time.monotonic() - started < 0.05
+    ticks.tick()  # 5 ms after the command before: this one stays back
+    assert time.monotonic() - started < 2.0, "stood aside for a command the spacing holds back"
+    assert ticks.command_waiting
+    clock.t += PERIOD
+    ticker = threading.Thread(target=ticks.tick)  # stands aside until the command is sent
+    ticker.start()
+    waiter.join(5.0)
+    ticker.join(5.0)
+    assert not waiter.is_alive() and not ticker.is_alive() and not ticks.command_waiting
 
 
 def test_a_period_that_is_not_a_positive_number_is_refused():
