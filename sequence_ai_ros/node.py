@@ -111,8 +111,7 @@ class PolicyNode(Node):
         self.priority = ControlPriority(c.realtime_priority, self.get_logger().warning)
         self.run_clock = RunClock(self._now_s, bool(self.get_parameter("use_sim_time").value))
         self.clock_node = companion_node(self, "clock", argv)
-        self.control_timer = self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick)
-        timer_clock = self.control_timer.clock
+        timer_clock = self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick).clock
         self.ticks = TimerTicks(1.0 / self.control_hz, lambda: timer_clock.now().nanoseconds * 1e-9)
 
         # Goals and services: one goal at a time (goal_run.py).

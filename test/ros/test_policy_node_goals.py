@@ -47,6 +47,13 @@ def shared(shared_node, platform):
     assert process.running, process.output()[-2000:]
 
 
+def moving_goal(planner, arm, max_seconds: float, commands: int):
+    """A goal sent and moving the arm: more than `commands` commands arrived."""
+    handle = planner.send("pick up the red cube", max_seconds=max_seconds)
+    assert wait_until(lambda: len(arm.command_log()) > commands, 10.0)
+    return handle
+
+
 def run_commands(arm, since: float, until: float):
     return [(t, v) for t, v in arm.command_log() if since <= t <= until]
 
@@ -118,8 +125,7 @@ def test_instruction_change_reaches_the_worker_within_lookahead_plus_one_chunks(
     from std_srvs.srv import Trigger
 
     ros, process, arm, planner = shared
-    handle = planner.send("pick up the red cube", max_seconds=4.0)
-    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    handle = moving_goal(planner, arm, 4.0, commands=10)
     called_at = time.time()
     reply = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
     again = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
@@ -153,8 +159,7 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(shared, pla
     from std_srvs.srv import Trigger
 
     ros, process, arm, planner = shared
-    handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    handle = moving_goal(planner, arm, 10.0, commands=10)
     called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     reply = planner.call(planner.interrupt, Trigger.Request())
     assert reply.success
@@ -175,8 +180,7 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(shared, pla
 
 def test_goal_cancel_stops_within_one_control_period_and_holds(shared, platform):
     ros, process, arm, planner = shared
-    handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    handle = moving_goal(planner, arm, 10.0, commands=10)
     called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     assert planner.cancel(handle), "the cancel request was not answered"
     response = Planner.result(handle)
@@ -199,8 +203,7 @@ def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_rel
 
     ros, process, arm, planner = shared
     estop = ros.node.create_publisher(Bool, f"{arm.ns}/estop", ESTOP_QOS)
-    handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    handle = moving_goal(planner, arm, 10.0, commands=10)
     pressed = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     estop.publish(Bool(data=True))
     response = Planner.result(handle)
@@ -224,8 +227,7 @@ def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_rel
 
 def test_nan_actions_are_never_published_and_the_run_aborts_held(shared, platform):
     ros, process, arm, planner = shared
-    handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
+    handle = moving_goal(planner, arm, 10.0, commands=5)
     platform.fault("nan_actions")
     response = Planner.result(handle)
     assert response.status == 6
@@ -236,8 +238,7 @@ def test_nan_actions_are_never_published_and_the_run_aborts_held(shared, platfor
 
 def test_second_goal_while_busy_is_rejected_with_a_reason(shared, platform):
     ros, process, arm, planner = shared
-    first = planner.send("pick up the red cube", max_seconds=4.0)
-    assert wait_until(lambda: len(arm.command_log()) > 3, 10.0)
+    first = moving_goal(planner, arm, 4.0, commands=3)
     assert "busy" in planner.rejected("wave", max_seconds=4.0)
     assert Planner.result(first).result.status == Act.Result.STATUS_TIMEOUT
 
@@ -270,8 +271,7 @@ def test_until_topic_ends_the_run_with_reason_until(shared, platform):
 
     ros, process, arm, planner = shared
     done = ros.node.create_publisher(Bool, f"{arm.ns}/done", 10)
-    handle = planner.send("pick up the red cube", max_seconds=10.0)
-    assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
+    handle = moving_goal(planner, arm, 10.0, commands=5)
     done.publish(Bool(data=True))
     response = Planner.result(handle)
     assert response.status == 4 and response.result.status == Act.Result.STATUS_UNTIL
@@ -281,8 +281,7 @@ def test_until_topic_ends_the_run_with_reason_until(shared, platform):
 # Last: the node carries on with the restarted worker, which no other test here meets.
 def test_worker_restart_mid_run_continues_or_ends_held_with_a_reason(shared, platform):
     ros, process, arm, planner = shared
-    handle = planner.send("pick up the red cube", max_seconds=5.0)
-    assert wait_until(lambda: len(arm.command_log()) > 10, 10.0)
+    handle = moving_goal(planner, arm, 5.0, commands=10)
     platform.fault("restart_worker")
     response = Planner.result(handle)
     outcome = response.result.outcome

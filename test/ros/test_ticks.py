@@ -129,7 +129,7 @@ def publish_with_ticks(ticks: TimerTicks, clock: HandClock, advances: tuple, eve
     `advances` at its tick."""
     def ticker() -> None:
         for step in advances:
-            time.sleep(every_s)
+            time.sleep(every_s)  # the timer's period: the scenario, not a wait for an event
             clock.t += step
             ticks.tick()
 
