@@ -5,5 +5,5 @@ resizes with Pillow alone."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("sequence_ai._resample", ["sequence_ai/_resample.c"], optional=True,
+setup(ext_modules=[Extension("sequence_ai._vision._resample", ["sequence_ai/_vision/_resample.c"], optional=True,
                              extra_compile_args=["-O3"])])

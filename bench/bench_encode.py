@@ -26,7 +26,8 @@ from PIL import Image
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # after an install tree
 
-from sequence_ai import Model, _resize, encode
+from sequence_ai import Model, encode
+from sequence_ai._vision import _resize
 
 try:
     from openpi_client import image_tools as openpi_image_tools

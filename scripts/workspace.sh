@@ -106,7 +106,7 @@ build_inputs() {
     cd "$ROOT"
     find CMakeLists.txt package.xml setup.py setup.cfg pyproject.toml msg srv action launch config scripts/bin sequence_ai \
       sequence_ai_ros -name __pycache__ -prune -o -print 2>/dev/null | LC_ALL=C sort
-    cat CMakeLists.txt package.xml msg/* srv/* action/* sequence_ai/*.c 2>/dev/null
+    cat CMakeLists.txt package.xml msg/* srv/* action/* sequence_ai/_vision/*.c 2>/dev/null
     cat "$VENV/.requirements.sha256" 2>/dev/null
   ) | sha256sum | cut -d' ' -f1
 }

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, TextIO, Tuple
 import httpx
 
 from ._errors import CertPinError, SequencesError, Unavailable
-from ._http import gateway_call, redact_key, resolve_api_key
+from ._net._http import gateway_call, redact_key, resolve_api_key
 from ._version import __version__
 
 __all__ = ["doctor"]
@@ -136,7 +136,7 @@ def _credit(body: dict, report: _Report) -> None:
 
 def _connect(base_url: str, key: str, model: str, wait_s: float, report: _Report) -> Any:
     """POST /v1/act/connect, waiting through a cold start with a progress line per attempt."""
-    from ._admission import parse_grant
+    from ._link._admission import parse_grant
 
     body = {"model": model, "session": uuid.uuid4().hex}
     started = time.monotonic()
@@ -161,7 +161,7 @@ class _Worker:
         self.headers = {"Authorization": f"Bearer {grant.direct_secret}", "Content-Type": "application/json"}
 
     def client(self) -> Any:
-        from ._http11 import pinned_client
+        from ._net._http11 import pinned_client
 
         return pinned_client(self.grant.worker_url, self.grant.cert_fingerprint, headers=self.headers, timeout=10.0)
 

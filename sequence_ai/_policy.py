@@ -14,24 +14,24 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-from ._chunk import ActionChunk, Prediction
+from ._act._chunk import ActionChunk, Prediction
+from ._act._request import ObservationCheck
+from ._catalogue._model_row import ModelRow
 from ._console import status_line, warn_user
-from ._driver import DriverGuard
 from ._errors import ChunkExhausted, InvalidArgument, InvalidRequest, SequencesError, Unavailable
-from ._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
-from ._instruction import InstructionLatch
-from ._loop import ControlLoop
-from ._model_row import ModelRow
-from ._outcome import RunOutcome, RunProgress
-from ._pacing import Pacer
-from ._refill import InFlight, Refills
-from ._request import ObservationCheck
-from ._settings import AUTO, RunSettings
-from ._telemetry import TelemetrySender
+from ._link._telemetry import TelemetrySender
+from ._link._worker import WorkerConnection
+from ._loop._control_loop import ControlLoop
+from ._loop._driver import DriverGuard
+from ._loop._instruction import InstructionLatch
+from ._loop._outcome import RunOutcome, RunProgress
+from ._loop._pacing import Pacer
+from ._loop._refill import InFlight, Refills
+from ._loop._settings import AUTO, RunSettings
+from ._loop._warming import WarmWait, eta_of
+from ._net._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._waiting import Interrupted, InterruptFlag, Waiter
-from ._warming import WarmWait, eta_of
 from ._wire import Model
-from ._worker import WorkerConnection
 
 __all__ = ["Policy", "connect"]
 

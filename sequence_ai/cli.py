@@ -22,8 +22,8 @@ from typing import Any, List, Optional, TextIO
 from ._doctor import UNREACHABLE_HINT
 from ._doctor import doctor as _doctor
 from ._errors import SequencesError, Unavailable
-from ._http import resolve_base_url
-from ._mock import SERVE_INSTALL, missing_serve_dependencies
+from ._net._http import resolve_base_url
+from ._net._mock import SERVE_INSTALL, missing_serve_dependencies
 from ._version import __version__
 
 __all__ = ["main"]
@@ -62,7 +62,7 @@ def _number(value: Any, decimals: int = 0) -> str:
 
 
 def _models(base_url: str, endpoint: Optional[str], out: TextIO) -> int:
-    from ._catalogue import models
+    from ._catalogue._models import models
 
     rows = models(endpoint, base_url=base_url)
     if not rows:

@@ -65,7 +65,7 @@ class SimulatedArm:
     @property
     def model(self) -> Model:
         if self._row is None:
-            from ._catalogue import resolve_model
+            from ._catalogue._models import resolve_model
 
             row = resolve_model(self._model, endpoint="act", base_url=self._base_url)
             layout = row.state_layout or {}
@@ -89,7 +89,7 @@ class SimulatedArm:
     # -- observe ---------------------------------------------------------------------------
     def read_observation(self) -> Observation:
         """Every camera the model declares, the joints and the gripper, sized and encoded for it."""
-        from ._observation import observation
+        from ._vision._observation import observation
 
         row = self.model
         frames = {view: self._render(view) for view in row.camera_views}
@@ -158,7 +158,7 @@ class SimulatedArm:
 
     # -- cameras ---------------------------------------------------------------------------
     def _render(self, view: str) -> Any:
-        from ._encode import _pillow
+        from ._vision._encode import _pillow
 
         image_module = _pillow()
         from PIL import ImageDraw

@@ -49,7 +49,7 @@ def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
     ).stdout.strip()
     assert heavy == "[]", "importing the client must not import image, ROS or server packages"
     compiled = subprocess.run(
-        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('sequence_ai._resample') is not None)"],
+        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('sequence_ai._vision._resample') is not None)"],
         check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
     )
     assert compiled.stdout.strip() == "True", "pip install did not build encode()'s compiled resampler"

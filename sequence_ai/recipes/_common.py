@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Protocol
 
-from .._observation import observation
+from .._vision._observation import observation
 from .._wire import Model, Observation
 
 
@@ -40,8 +40,8 @@ def compare(short_id: str, assumptions: Dict[str, Any], live: Optional[Model]) -
 
 
 def live_row(short_id: str, models: Optional[List[Model]], base_url: Optional[str]) -> Optional[Model]:
-    from .._catalogue import find_model
-    from .._catalogue import models as fetch
+    from .._catalogue._models import find_model
+    from .._catalogue._models import models as fetch
 
     rows = models if models is not None else fetch("act", base_url=base_url)
     return find_model(rows, short_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Protocol
 
-from .._actions import prepare
+from .._act._actions import prepare
 from .._wire import Model
 from ._common import SensingArm, compare, live_row, observe
 

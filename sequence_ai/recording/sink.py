@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Deque, Dict, Optional, Tuple
 
-from .._fetch import background_thread
+from .._link._fetch import background_thread
 from .._version import __version__
 from .cdr import encoder_for
 from .schemas import ros_name, schema_text

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from sequence_ai._tls import certificate_fingerprint
+from sequence_ai._net._tls import certificate_fingerprint
 
 
 def self_signed(tmp_path):

@@ -149,7 +149,7 @@ def test_doctor_does_not_need_the_worker_to_serve_ping(platform, env_of, capsys)
 def test_doctor_shows_network_time_not_the_time_to_build_clients(platform, env_of, capsys, monkeypatch):
     import httpx
 
-    from sequence_ai import _http11
+    from sequence_ai._net import _http11
 
     slow_s = 0.4  # building a client (its TLS context) is slow on a loaded robot; it is not the network
     for cls in (httpx.Client, _http11.PinnedClient):

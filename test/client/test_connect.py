@@ -45,7 +45,7 @@ def test_explicit_key_and_gateway_win_over_the_environment(platform, monkeypatch
 
 
 def test_the_public_gateway_is_the_default(monkeypatch):
-    from sequence_ai._http import DEFAULT_BASE_URL, resolve_base_url
+    from sequence_ai._net._http import DEFAULT_BASE_URL, resolve_base_url
 
     monkeypatch.delenv("SEQUENCES_BASE_URL", raising=False)
     assert resolve_base_url() == DEFAULT_BASE_URL and DEFAULT_BASE_URL.startswith("https://")

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
-from sequence_ai._outcome import RunOutcome, RunProgress
+from sequence_ai._loop._outcome import RunOutcome, RunProgress
 from sequence_ai.recording import Recorder
 
 VIEWS = ("exterior_image_1_left", "wrist_image_left")

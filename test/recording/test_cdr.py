@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("mcap_ros2", reason="needs the [record] extra")
 from mcap_ros2._dynamic import serialize_dynamic
 
-from sequence_ai._outcome import RunOutcome, RunProgress
+from sequence_ai._loop._outcome import RunOutcome, RunProgress
 from sequence_ai.recording import messages as m
 from sequence_ai.recording.cdr import encoder_for
 from sequence_ai.recording.schemas import ros_name, schema_text

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mcap", reason="needs the [record] extra")
 msg = pytest.importorskip("sequence_ai_ros.msg", reason="needs the built ROS workspace")
 
-from sequence_ai._outcome import RunProgress
+from sequence_ai._loop._outcome import RunProgress
 from sequence_ai.recording import read_run
 from sequence_ai_ros.goal_recording import GoalRecordings
 

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
 
-from sequence_ai._outcome import RunOutcome
+from sequence_ai._loop._outcome import RunOutcome
 from sequence_ai.recording import Recorder, read_run
 
 

@@ -16,15 +16,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sequence_ai import Model, SequencesError, connect
-from sequence_ai._admission import Grant, parse_grant, renew_after_s
-from sequence_ai._chunk import parse_prediction
-from sequence_ai._http import error_from_response, parse_json_answer
-from sequence_ai._http11 import pinned_client
-from sequence_ai._http11_answer import Connection, read_answer
-from sequence_ai._oneshot import account
-from sequence_ai._perception import depth, detect, embed
-from sequence_ai._tls import normalise_fingerprint
-from sequence_ai._transport import Answer, Headers, TransportError
+from sequence_ai._act._chunk import parse_prediction
+from sequence_ai._link._admission import Grant, parse_grant, renew_after_s
+from sequence_ai._net._http import error_from_response, parse_json_answer
+from sequence_ai._net._http11 import pinned_client
+from sequence_ai._net._http11_answer import Connection, read_answer
+from sequence_ai._net._tls import normalise_fingerprint
+from sequence_ai._net._transport import Answer, Headers, TransportError
+from sequence_ai._oneshot._calls import account
+from sequence_ai._oneshot._perception import depth, detect, embed
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=16)
 json_values = st.recursive(

@@ -30,9 +30,9 @@ from _hostile import (
 from _loop_robot import Robot, observation, run_kwargs
 
 from sequence_ai import SequencesError, Unavailable, connect
-from sequence_ai._http11 import pinned_client
-from sequence_ai._httpx_gateway import HttpxGateway
-from sequence_ai._transport import AnswerTooLarge, ConnectionLost, TransportTimeout
+from sequence_ai._net._http11 import pinned_client
+from sequence_ai._net._httpx_gateway import HttpxGateway
+from sequence_ai._net._transport import AnswerTooLarge, ConnectionLost, TransportTimeout
 
 PERIOD = 1.0 / 15.0  # pi05-droid's rate
 MiB = 1024 * 1024

@@ -24,7 +24,7 @@ from sequence_ai import (
     cli,
     connect,
 )
-from sequence_ai._limits import ACT_BODY_LIMIT_BYTES, encode_within_limit
+from sequence_ai._net._limits import ACT_BODY_LIMIT_BYTES, encode_within_limit
 
 HZ = 60.0  # these tests pin what is sent, not the pace: a fast loop keeps them short
 

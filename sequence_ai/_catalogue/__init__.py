@@ -1,0 +1,1 @@
+"""What models exist: the catalogue rows and their fetch."""

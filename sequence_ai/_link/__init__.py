@@ -1,0 +1,1 @@
+"""One worker session: admission, the pinned /act calls with their replay rules, telemetry."""

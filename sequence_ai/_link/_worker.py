@@ -1,0 +1,354 @@
+"""The connection to the worker: admission, lease renewal, reconnect-and-replay, busy retry and
+episode remapping (WIRE.md §5, §6).
+
+One `WorkerConnection` per Policy. Its `act()` is one logical request, bounded as a whole by its
+timeout: several HTTP attempts may share its request id. A rotated secret (401), an expired
+lease, a dropped connection or a worker that went away are repaired here by reconnecting through
+the gateway and replaying; a 429 is retried with jitter; everything else propagates. A
+certificate mismatch is never retried. The HTTP client for the worker comes from a
+`WorkerTransportFactory` (`_transport.py`; by default the pinned `_http11.pinned_client`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from .._errors import AuthError, CertPinError, SequencesError, Unavailable
+from .._net._http import gateway_call
+from .._net._http11 import pinned_client
+from .._net._status_errors import error_from_response
+from .._net._transport import (
+    AnswerTooLarge,
+    GatewayTransport,
+    TransportClosed,
+    TransportError,
+    TransportTimeout,
+    WorkerTransport,
+    WorkerTransportFactory,
+    compact_json,
+)
+from .._waiting import wait_on
+from ._admission import Grant, check_expect, parse_grant, renew_after_s
+
+__all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
+
+MAX_RECONNECTS = 5
+EPISODE_END_TIMEOUT_S = 5.0  # the whole request: a worker that trickles its answer is cut off
+
+
+class Abandoned(SequencesError):
+    """The caller no longer wants this request's answer (interrupt); never reaches user code."""
+
+
+def reconnect_backoff_s(attempt: int) -> float:
+    """0.1, 0.2, 0.4, 0.8, 1.6 s, capped at 2 s (§6.5)."""
+    return min(2.0, 0.1 * 2 ** (attempt - 1))
+
+
+def busy_wait_s(consecutive: int, retry_after_s: Optional[float], jitter: float) -> float:
+    """Jittered exponential wait after the n-th 429 in a row, capped at Retry-After (§6.6).
+    `jitter` is a uniform draw in [0.5, 1.0]."""
+    cap = retry_after_s if retry_after_s and retry_after_s > 0 else 1.0
+    return jitter * min(cap, 0.05 * 2 ** min(consecutive - 1, 10))
+
+
+@dataclass
+class ActTrace:
+    """What one logical act cost, filled in as it goes (read by telemetry and the estimator)."""
+
+    rid: str = ""
+    rtt_s: Optional[float] = None  # last worker attempt that got an answer
+    overhead_s: float = 0.0  # admission, renewal, reconnect backoff: one-off, not service time
+    reconnects: int = 0
+    first_after_connect: bool = False
+    rid_mismatch: bool = False
+
+
+def with_fields(payload: Mapping[str, Any], encoded: Optional[bytes], extra: Mapping[str, Any]) -> bytes:
+    """The /act body on the wire: `payload` with `extra`'s keys set. When `encoded` (the payload
+    as compact JSON) is given and no key is replaced, `extra` is appended to those bytes instead
+    of encoding the frames again."""
+    if encoded is None or any(key in payload for key in extra):
+        return compact_json({**payload, **extra})
+    if not extra:
+        return encoded
+    return encoded[:-1] + (b"," if payload else b"") + compact_json(extra)[1:]
+
+
+class _Link:
+    """One set of worker coordinates and the pinned client that uses them."""
+
+    def __init__(self, grant: Grant, client: WorkerTransport, renew_at: Optional[float]):
+        self.grant = grant
+        self.client = client
+        self.renew_at = renew_at
+        self.served = False
+
+
+class WorkerConnection:
+    def __init__(self, *, gateway: GatewayTransport, base_url: str, model: str,
+                 timeout_s: float, embodiment: Optional[str] = None,
+                 expect: Optional[Mapping[str, Any]] = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 transport: WorkerTransportFactory = pinned_client):
+        self._gateway = gateway
+        self._transport = transport
+        self._base_url = base_url
+        self.model = model
+        self.session = uuid.uuid4().hex
+        self.embodiment = embodiment
+        self._expect = expect
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._link: Optional[_Link] = None
+        self._episodes: Dict[str, str] = {}  # caller's episode id -> worker-side id
+        self.episode_resets = 0
+        self.contract: Optional[Dict[str, Any]] = None
+        self.declared_action: Optional[Dict[str, Any]] = None
+        self.declared: Optional[Dict[str, Any]] = None  # the last connect answer's contract (Policy.contract)
+        self._closed = False
+
+    # -- admission -------------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._link is not None
+
+    def _admit(self) -> Grant:
+        body: Dict[str, Any] = {"model": self.model, "session": self.session}
+        if self.embodiment:
+            body["embodiment"] = self.embodiment
+        answer = gateway_call("POST", self._base_url, "/v1/act/connect", api_key=None,
+                              json_body=body, timeout_s=self._timeout_s, client=self._gateway)
+        grant = parse_grant(answer)
+        check_expect(self._expect, grant.action)
+        if grant.embodiment:
+            self.embodiment = grant.embodiment
+        if grant.observation is not None:
+            self.contract = grant.observation
+        self.declared_action = grant.action
+        self.declared = {"action": grant.action, "observation": grant.observation, "embodiment": grant.embodiment}
+        return grant
+
+    def _renew_at(self, grant: Grant) -> Optional[float]:
+        after = renew_after_s(grant.ttl_s)
+        return None if after is None else self._clock() + after
+
+    def _install(self, grant: Grant) -> _Link:
+        """Replace the current link with a new one built from `grant` (lock held)."""
+        headers = {"Authorization": f"Bearer {grant.direct_secret}", "Content-Type": "application/json"}
+        client = self._transport(grant.worker_url, grant.cert_fingerprint, headers, self._timeout_s)
+        old, self._link = self._link, _Link(grant, client, self._renew_at(grant))
+        if old is not None:
+            old.client.retire()  # a request still on it may finish; the next one uses the new link
+            self._remap_episodes()
+        return self._link
+
+    def _remap_episodes(self) -> None:
+        if not self._episodes:
+            return
+        self._episodes = {caller: uuid.uuid4().hex for caller in self._episodes}
+        self.episode_resets += 1
+        warnings.warn("the worker changed mid-episode; its per-episode state did not carry over",
+                      UserWarning, stacklevel=4)
+
+    def _open(self) -> None:
+        if self._closed:  # an abandoned request must not re-admit a closed Policy
+            raise Abandoned("the Policy is closed")
+
+    def _current(self, trace: ActTrace) -> _Link:
+        """The link to use now: admit if there is none, renew the lease if it is due (§6.3)."""
+        with self._lock:
+            self._open()
+            link = self._link
+            if link is not None and (link.renew_at is None or self._clock() < link.renew_at):
+                return link
+            started = self._clock()
+            try:
+                grant = self._admit()
+                same_epoch = (link is not None and grant.epoch is not None
+                              and grant.epoch == link.grant.epoch)
+                if same_epoch:
+                    link.renew_at = self._renew_at(grant)  # keep the connection and the old secret
+                    return link
+                return self._install(grant)
+            finally:
+                trace.overhead_s += self._clock() - started
+
+    def _reconnect(self, failed: _Link, trace: ActTrace) -> _Link:
+        with self._lock:
+            self._open()
+            if self._link is not failed and self._link is not None:
+                return self._link  # another thread already replaced it
+            started = self._clock()
+            try:
+                return self._install(self._admit())
+            finally:
+                trace.overhead_s += self._clock() - started
+
+    # -- the request -----------------------------------------------------------------------
+
+    def worker_episode(self, caller_id: Optional[str]) -> Optional[str]:
+        if caller_id is None:
+            return None
+        with self._lock:
+            return self._episodes.setdefault(caller_id, caller_id)
+
+    def act(self, payload: Dict[str, Any], *, rid: str, episode_id: Optional[str] = None,
+            timeout_s: Optional[float] = None, cancelled: Callable[[], bool] = lambda: False,
+            trace: Optional[ActTrace] = None, encoded: Optional[bytes] = None) -> Any:
+        """POST /act until it answers; returns the parsed JSON body. `timeout_s` (default: the
+        connection's) bounds the whole call — every attempt, reconnect and busy wait — and each
+        attempt gets what is left of it, so a worker that trickles its answer is cut off in time.
+        `encoded`: `payload` as compact JSON already (act_body), so the frames are not encoded
+        again."""
+        trace = trace or ActTrace()
+        trace.rid = rid
+        start = self._clock()
+        budget = self._timeout_s if timeout_s is None else timeout_s
+        deadline = start + budget
+        failures = 0
+        busy = 0
+        repinned = False
+        link = self._current(trace)
+        while True:
+            if cancelled():
+                raise Abandoned("request abandoned")
+            extra: Dict[str, Any] = {}
+            worker_episode = self.worker_episode(episode_id)
+            if worker_episode is not None:
+                extra["episode_id"] = worker_episode
+            if self.embodiment and "embodiment" not in payload:
+                extra["embodiment"] = self.embodiment
+            content = with_fields(payload, encoded, extra)
+            trace.first_after_connect = not link.served
+            sent = self._clock()
+            if sent >= deadline:
+                raise Unavailable(f"the worker did not answer within {budget:g}s", 503)
+            try:
+                response = link.client.post("/act", content=content, headers={"X-Seq-Request-Id": rid},
+                                            timeout=deadline - sent)
+            except CertPinError:
+                # A pin fresh from the gateway that does not match fails closed. A pin that had
+                # verified and now does not means another worker answers at that address (a
+                # restart): ask the gateway once for its coordinates, never trust the new cert.
+                failures += 1
+                if not link.served or repinned or failures > MAX_RECONNECTS:
+                    self._forget(link)  # fail closed now; the next request asks the gateway afresh
+                    raise
+                fresh = self._reconnect_or_wait(link, failures, cancelled, trace)
+                repinned, link = repinned or fresh is not link, fresh
+                continue
+            except AnswerTooLarge as exc:  # not a glitch to retry: the worker broke the caps
+                raise SequencesError(f"refused the worker's answer: {exc.message}") from None
+            except TransportClosed:
+                # A client that another thread closed when it replaced the link refuses requests:
+                # use the replacement (no attempt spent); anything else is not ours to hide.
+                with self._lock:
+                    self._open()
+                    current = self._link
+                if current is None or current is link:
+                    raise
+                link = current
+                continue
+            except TransportError as exc:
+                failures += 1
+                if isinstance(exc, TransportTimeout) and self._clock() >= deadline:
+                    raise Unavailable(f"the worker did not answer within {budget:g}s", 503) from None
+                if failures > MAX_RECONNECTS or self._clock() >= deadline:
+                    raise Unavailable(f"worker unreachable after {failures - 1} reconnect attempts", 503) from None
+                self._pause(reconnect_backoff_s(failures), cancelled, trace)
+                link = self._reconnect_or_raise(link, trace)
+                continue
+            trace.rtt_s = self._clock() - sent
+            status = response.status_code
+            if status == 401:
+                failures += 1
+                if failures > MAX_RECONNECTS or self._clock() >= deadline:
+                    raise AuthError(f"the worker kept rejecting the direct secret after {failures - 1} reconnects",
+                                    401)
+                link = self._reconnect_or_wait(link, failures, cancelled, trace)
+                continue
+            if status == 429:
+                busy += 1
+                error = error_from_response(status, response.text, response.headers)
+                wait = busy_wait_s(busy, getattr(error, "retry_after_s", None), random.uniform(0.5, 1.0))
+                if self._clock() + wait > deadline:
+                    raise Unavailable(f"worker was busy on {busy} attempts in a row ({error.message})", 429,
+                                      response.text, retry_after_s=getattr(error, "retry_after_s", None))
+                self._pause(wait, cancelled, trace, overhead=False)
+                continue
+            if status >= 300:
+                raise error_from_response(status, response.text, response.headers)
+            link.served = True
+            echoed = response.headers.get("x-seq-request-id")
+            if echoed is not None and echoed != rid:
+                trace.rid_mismatch = True
+                warnings.warn(f"worker echoed request id {echoed!r} for {rid!r}; correlation is broken",
+                              UserWarning, stacklevel=2)
+            try:
+                return json.loads(response.content)
+            except (ValueError, RecursionError):
+                raise SequencesError("malformed /act answer from the worker: not JSON", status) from None
+
+    def _forget(self, link: _Link) -> None:
+        """Never use a link whose pin failed again; otherwise every later run would fail on it
+        until the lease came up for renewal."""
+        with self._lock:
+            if self._link is link:
+                self._link = None
+
+    def _reconnect_or_raise(self, failed: _Link, trace: ActTrace) -> _Link:
+        trace.reconnects += 1
+        try:
+            return self._reconnect(failed, trace)
+        except Unavailable as exc:
+            if exc.warming:
+                raise  # scaled to zero: the warm-wait (before the first action) or the caller decides
+            return failed  # no worker or no gateway for now: the next attempt counts as another failure
+
+    def _reconnect_or_wait(self, failed: _Link, failures: int, cancelled: Callable[[], bool],
+                           trace: ActTrace) -> _Link:
+        """New coordinates from the gateway, or — when it has none yet (mid-redeploy, gateway
+        down) — the failed link back after the reconnect backoff, so the next attempt asks again."""
+        fresh = self._reconnect_or_raise(failed, trace)
+        if fresh is failed:
+            self._pause(reconnect_backoff_s(failures), cancelled, trace)
+        return fresh
+
+    def _pause(self, seconds: float, cancelled: Callable[[], bool], trace: ActTrace, overhead: bool = True) -> None:
+        """Back off `seconds`, or stop at once when the request is abandoned (the fetch's flag
+        wakes the wait: no poll)."""
+        if cancelled() or wait_on(cancelled, seconds):
+            raise Abandoned("request abandoned")
+        if overhead:
+            trace.overhead_s += seconds
+
+    # -- episodes and shutdown -------------------------------------------------------------
+
+    def end_episode(self, caller_id: str) -> None:
+        """POST /act/episode_end for the caller's episode; every error is swallowed."""
+        with self._lock:
+            link = self._link
+            worker_id = self._episodes.pop(caller_id, caller_id)
+        if link is None:
+            return
+        try:
+            link.client.post("/act/episode_end", json={"episode_id": worker_id}, timeout=EPISODE_END_TIMEOUT_S)
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            link, self._link = self._link, None
+            self._closed = True
+        if link is not None:
+            link.client.close()

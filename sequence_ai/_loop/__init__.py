@@ -1,0 +1,1 @@
+"""run(): the control loop, refills, prefetch timing, stitching, pacing, instructions, the outcome."""

@@ -1,0 +1,65 @@
+"""The tick source of the control loop (WIRE.md §7.9).
+
+The loop calls `pacer.wait(period_s, interrupted)` once after each executed action. The default
+`MonotonicPacer` keeps an absolute schedule on the monotonic clock; a ROS node passes its own
+pacer that blocks until the next timer tick, so the robot has exactly one clock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from .._waiting import POLL_S, InterruptFlag, wait_on
+
+try:
+    from typing import Protocol
+except ImportError:  # pragma: no cover - Python < 3.8
+    Protocol = object  # type: ignore[assignment,misc]
+
+__all__ = ["POLL_S", "InterruptFlag", "MonotonicPacer", "Pacer"]
+
+
+class Pacer(Protocol):
+    """Blocks until the next action is due. Must return within ~20 ms of `interrupted()` turning
+    true. A pacer driven by an external clock may ignore `period_s`. An optional `reset()` method,
+    if present, is called at the start of every run and after every underrun: the next wait then
+    lasts a full period from the action just taken, instead of catching up on the old schedule."""
+
+    def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None: ...
+
+
+class MonotonicPacer:
+    """Absolute schedule: action k is due at anchor + k·period. When the loop falls more than one
+    period behind (a stall, a slow act()), the schedule re-anchors at now instead of bursting
+    actions to catch up. Never busy-waits: when `interrupted` is the `is_set` of a threading.Event
+    or of an InterruptFlag it blocks on that flag (one wake-up per period), otherwise it sleeps in
+    slices of at most POLL_S."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._clock = clock
+        self._sleep = sleep
+        self._next_due: Optional[float] = None
+        self.reanchors = 0
+
+    def reset(self) -> None:
+        self._next_due = None
+
+    def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
+        now = self._clock()
+        if self._next_due is None or now - self._next_due > period_s:
+            if self._next_due is not None:
+                self.reanchors += 1
+            self._next_due = now
+        self._next_due += period_s
+        remaining = self._next_due - self._clock()
+        if self._clock is time.monotonic:
+            if remaining > 0:
+                wait_on(interrupted, remaining)  # a flag wakes it at once; other callables are polled
+            return
+        while not interrupted():  # an injected clock (tests): its sleep, in slices
+            remaining = self._next_due - self._clock()
+            if remaining <= 0:
+                return
+            self._sleep(min(remaining, POLL_S))

@@ -1,0 +1,158 @@
+"""The refill state of one Policy: what is buffered, what is on its way, and how long refills take.
+
+`Refills` is the one owner of the action buffer, the requests in flight, the refill-latency
+estimate, the instruction the last request carried, and the rate and window of the chunks being
+played. Its small interface is what the control loop (`_loop.py`) and the four levels of
+`Policy` use:
+
+    submit(observation, ...)  -> InFlight   check and encode here, send on a background thread
+    install(rows, chunk, append)             rows into the buffer (stitched by the caller)
+    record(flight, prediction, ...)          a served answer: latency sample, telemetry
+    drop()                                   forget every buffered row and request in flight
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Deque, List, Mapping, Optional
+
+from .._act._chunk import ActionChunk, Prediction, check_against_model, model_rate, parse_prediction
+from .._act._request import ObservationCheck, act_body, new_rid
+from .._errors import SequencesError, Unavailable
+from .._link._fetch import Fetch
+from .._link._telemetry import TelemetrySender, act_report
+from .._link._worker import Abandoned, ActTrace, WorkerConnection
+from .._waiting import Waiter
+from .._wire import Model
+from ._buffer import ActionBuffer
+from ._latency import RefillLatency
+
+__all__ = ["InFlight", "Refills", "joints_of"]
+
+
+@dataclass
+class InFlight:
+    """A request on its way: the background fetch, what it is costing, and what it was built from."""
+
+    fetch: Fetch
+    trace: ActTrace
+    observation: Any = None  # what was sent: the chunk's rows are relative to this moment
+    actions_at_submit: int = 0  # actions the run had executed when the observation was taken
+    observed_at: float = 0.0  # monotonic time of the observation
+    swap_since: Optional[float] = None  # a new instruction goes with this request (set at this time)
+
+    def service_s(self) -> Optional[float]:
+        """Refill latency without one-off costs (admission, reconnect backoff): what the
+        estimator learns from. None if the fetch has not finished."""
+        finished = self.fetch.finished_at
+        if finished is None:
+            return None
+        return max(0.0, finished - self.fetch.started_at - self.trace.overhead_s)
+
+
+def joints_of(observation: Any) -> Optional[List[float]]:
+    """The joint positions an observation carries (the q_ref of displacement rows), if any."""
+    proprio = getattr(observation, "proprioception", None)
+    if proprio is None and isinstance(observation, Mapping):
+        proprio = observation.get("proprioception")
+    joints = getattr(proprio, "joint_positions", None)
+    if joints is None and isinstance(proprio, Mapping):
+        joints = proprio.get("joint_positions")
+    try:
+        return [float(v) for v in joints] if joints is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class Refills:
+    def __init__(self, *, model: str, worker: WorkerConnection, telemetry: TelemetrySender,
+                 check: ObservationCheck, row: Callable[[], Optional[Model]],
+                 cached_row: Callable[[], Optional[Model]], waiter: Waiter, seed: Optional[int]):
+        self.model = model
+        self.worker = worker
+        self._telemetry = telemetry
+        self._check = check
+        self._row = row  # the catalogue row (None when unknown), looked up for the send-time check
+        self._cached_row = cached_row  # the same, never looked up (for the refill threads)
+        self._waiter = waiter
+        self._seed = seed
+        self.buffer = ActionBuffer()
+        self.in_flight: Deque[InFlight] = deque()
+        self.blocking: Optional[InFlight] = None  # a blocking fill's request, abandoned on interrupt
+        self.latency = RefillLatency()
+        self.instruction_in_force: Optional[str] = None
+        self.steps_per_chunk = 0  # rows per installed chunk (its window)
+        self.hz: Optional[float] = None  # the model's rate (_chunk.model_rate), known once a chunk is installed
+        self.served = False
+        self.closed = False
+
+    def submit(self, observation: Any, *, timeout_s: Optional[float] = None, episode_id: Optional[str] = None,
+               options: Optional[Mapping[str, Any]] = None, actions_done: int = 0,
+               swap_since: Optional[float] = None) -> InFlight:
+        """Check and encode on this thread, then send on a background one."""
+        if self.closed:
+            raise SequencesError("this Policy is closed")
+        row = self._row() if self._check.mode != "off" else None
+        observation = self._check.apply(row, observation)
+        body, encoded = act_body(self.model, observation, seed=self._seed, options=options or {})
+        instruction = body["observation"].get("instruction")
+        self.instruction_in_force = instruction if isinstance(instruction, str) else None
+        trace = ActTrace(rid=new_rid())
+
+        def call(cancelled: Callable[[], bool]) -> Prediction:
+            try:
+                answer = self.worker.act(body, rid=trace.rid, episode_id=episode_id, timeout_s=timeout_s,
+                                         cancelled=cancelled, trace=trace, encoded=encoded)
+                prediction = parse_prediction(answer, rid=trace.rid, model=self.model)
+                check_against_model(prediction.action_chunk, self.model, self.worker.declared_action,
+                                    self._cached_row())
+                return prediction
+            except Abandoned:
+                raise
+            except SequencesError as exc:
+                warming = isinstance(exc, Unavailable) and exc.warming
+                self._telemetry.submit(act_report(trace, "warming" if warming else "error"))
+                raise
+
+        return InFlight(Fetch(call, on_done=self._waiter.notify), trace, observation, actions_done,
+                        time.monotonic(), swap_since)
+
+    def wait(self, flight: InFlight, deadline: Optional[float] = None) -> bool:
+        """Block until `flight` is answered (True) or `deadline` passes (False); Interrupted on
+        interrupt(). Woken by the fetch itself, never polled."""
+        return self._waiter.until(flight.fetch.done, deadline)
+
+    def install(self, rows: List[Any], *, chunk: ActionChunk, append: bool) -> None:
+        self.buffer.install(rows, append=append)
+        self.steps_per_chunk = len(rows)
+        self.hz = model_rate(self.worker.declared_action, self._cached_row())  # never the chunk's claim
+
+    def record(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None,
+               learn: bool = True) -> None:
+        """A served answer: the latency estimate learns its service time (`learn`: run() only —
+        predict() does not count, WIRE.md §7.7), and telemetry reports it."""
+        self.served = True
+        service = flight.service_s()
+        if learn and service is not None:
+            self.latency.record(service)
+        if warmup_s is not None:
+            prediction.perf["warmup_ms"] = round(warmup_s * 1000.0, 2)
+        total = None if flight.fetch.finished_at is None else flight.fetch.finished_at - flight.fetch.started_at
+        self._telemetry.submit(act_report(flight.trace, "served", total_s=total, perf=prediction.perf,
+                                          warmup_s=warmup_s))
+
+    def drop(self) -> None:
+        """Forget every buffered row and every request in flight (interrupt, a failed run)."""
+        self.buffer.clear()
+        for flight in self.in_flight:
+            flight.fetch.abandon()
+        self.in_flight.clear()
+        blocking = self.blocking
+        if blocking is not None:
+            blocking.fetch.abandon()
+
+    def end_episode(self, episode_id: str) -> None:
+        if self.worker.connected:
+            self.worker.end_episode(episode_id)

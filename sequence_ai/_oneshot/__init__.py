@@ -1,0 +1,1 @@
+"""One-shot gateway calls beside the loop: account, chat, decide, detect, depth, embed."""

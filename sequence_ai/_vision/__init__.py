@@ -1,0 +1,1 @@
+"""Frames and observations: building, checking, resizing and encoding what the model sees."""

@@ -1,0 +1,140 @@
+"""MonotonicPacer: absolute schedule, re-anchoring when late, prompt on interrupt, no busy-wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from sequence_ai._loop._pacing import POLL_S, InterruptFlag, MonotonicPacer, Pacer
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_monotonic_pacer_satisfies_the_pacer_protocol():
+    pacer: Pacer = MonotonicPacer()
+    assert callable(pacer.wait)
+
+
+def test_pacer_keeps_an_absolute_schedule_despite_act_time():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.1) < 1e-9
+    clock.now += 0.03  # act() took 30 ms: the next wait absorbs it
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.2) < 1e-9
+
+
+def test_pacer_reanchors_instead_of_bursting_when_more_than_one_period_late():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.1, lambda: False)
+    clock.now += 0.5  # a stall of five periods
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.7) < 1e-9  # one full period after the late action, not zero
+    assert pacer.reanchors == 1
+
+
+def test_pacer_sleeps_in_slices_no_longer_than_the_poll_interval():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.2, lambda: False)
+    assert clock.sleeps and max(clock.sleeps) <= POLL_S + 1e-12
+
+
+def test_pacer_returns_within_a_poll_interval_of_an_interrupt():
+    flag = threading.Event()
+    pacer = MonotonicPacer()
+    threading.Timer(0.05, flag.set).start()
+    started = time.monotonic()
+    pacer.wait(5.0, lambda: flag.is_set())  # a plain callable: the sleeping-in-slices path
+    assert time.monotonic() - started < 0.05 + 0.1
+
+
+def test_pacer_reset_drops_the_previous_schedule():
+    clock = FakeClock()
+    pacer = MonotonicPacer(clock, clock.sleep)
+    pacer.wait(0.1, lambda: False)
+    pacer.reset()
+    clock.now += 0.05
+    pacer.wait(0.1, lambda: False)
+    assert abs(clock.now - 100.25) < 1e-9
+
+
+def test_pacer_waits_on_an_interrupt_event_and_wakes_at_once():
+    event = threading.Event()
+    pacer = MonotonicPacer()
+    threading.Timer(0.05, event.set).start()
+    started = time.monotonic()
+    pacer.wait(5.0, event.is_set)
+    assert time.monotonic() - started < 0.05 + 0.05
+
+
+def test_pacer_waiting_on_an_event_keeps_the_schedule():
+    event = threading.Event()
+    pacer = MonotonicPacer()
+    started = time.monotonic()
+    for _ in range(5):
+        pacer.wait(0.02, event.is_set)
+    assert 0.09 <= time.monotonic() - started < 0.2
+
+
+def test_interrupt_flag_sets_clears_and_waits_like_an_event():
+    flag = InterruptFlag()
+    assert not flag.is_set() and flag.wait(0) is False
+    started = time.monotonic()
+    assert flag.wait(0.05) is False
+    assert time.monotonic() - started >= 0.04
+    flag.set()
+    flag.set()  # idempotent
+    assert flag.is_set() and flag.wait(0) is True and flag.wait(5.0) is True
+    flag.clear()
+    flag.clear()
+    assert not flag.is_set() and flag.wait(0.01) is False
+
+
+def test_interrupt_flag_wakes_every_waiter_at_once():
+    flag = InterruptFlag()
+    woke = []
+    waiters = [threading.Thread(target=lambda: woke.append(flag.wait(5.0))) for _ in range(3)]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    flag.set()
+    for waiter in waiters:
+        waiter.join(2.0)
+    assert woke == [True, True, True]
+    assert time.monotonic() - started < 1.0
+
+
+class CountingFlag(InterruptFlag):
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = 0
+
+    def is_set(self) -> bool:
+        self.polls += 1
+        return super().is_set()
+
+
+def test_pacer_blocks_on_the_policy_interrupt_flag_instead_of_polling_it():
+    flag = CountingFlag()
+    pacer = MonotonicPacer()
+    pacer.wait(0.2, flag.is_set)  # a period of 10 poll intervals
+    assert flag.polls == 0
+    threading.Timer(0.05, flag.set).start()
+    started = time.monotonic()
+    pacer.wait(5.0, flag.is_set)
+    assert time.monotonic() - started < 0.05 + 0.5

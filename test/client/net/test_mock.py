@@ -1,0 +1,106 @@
+"""The mock tier: SEQUENCES_BASE_URL=mock (or base_url="mock", "mock:…") runs a script against a
+local platform started for its process — no key, no network — and stops it when the process ends,
+however it ends. Each scenario is a real child process, as a user's script would be."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from eventually import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import sequence_ai
+    sys.path.insert(0, {client_tests!r})
+    from _loop_robot import observation
+
+    with sequence_ai.connect(model="pi05-droid") as policy:        # no key anywhere
+        prediction = policy.predict(observation())
+    rows = [m.short_id for m in sequence_ai.models("act", base_url="mock:second-name")]
+    account = sequence_ai.account()
+    from sequence_ai._net import _mock
+    print(json.dumps({{"steps": len(prediction.action_chunk), "rows": rows, "balance": account["balance"],
+                      "platform_pid": _mock.local_platform().pid, "base_url": policy._base_url,
+                      "imported_platform": any(m.startswith("sequence_ai.platform") for m in sys.modules)}}),
+          flush=True)
+    if "--linger" in sys.argv:
+        sys.stdin.read()
+""")
+
+
+def _env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("SEQUENCES_API_KEY", "SEQUENCES_BASE_URL")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    env.update(extra)
+    return env
+
+
+def _script(tmp_path) -> str:
+    path = tmp_path / "my_loop.py"
+    path.write_text(SCRIPT.format(client_tests=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return str(path)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _gone(pid: int, within_s: float = 15.0) -> bool:
+    return wait_until(lambda: not _running(pid), within_s, poll_s=0.05) is not None
+
+
+def test_mock_runs_a_script_with_no_key_and_stops_the_platform_at_exit(tmp_path):
+    # A live key in the environment is not the platform's: sent to it, connect would get 401.
+    env = _env(SEQUENCES_BASE_URL="mock", SEQUENCES_API_KEY="seq_live_notthemockskey0000")
+    done = subprocess.run([sys.executable, _script(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["steps"] == 15 and "pi05-droid" in seen["rows"] and seen["balance"]["balance"] > 0
+    assert seen["base_url"].startswith("http://127.0.0.1:")  # one platform for every "mock…" spelling
+    assert not seen["imported_platform"], "the client ran the platform; it must never import it"
+    assert "local platform at " + seen["base_url"] in done.stderr  # says where "mock" went
+    assert _gone(seen["platform_pid"]), "the platform outlived the script"
+
+
+def test_a_killed_script_takes_its_platform_with_it(tmp_path):
+    child = subprocess.Popen([sys.executable, _script(tmp_path), "--linger"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env(SEQUENCES_BASE_URL="mock"),
+                             cwd=tmp_path)
+    try:
+        seen = json.loads(child.stdout.readline())
+        os.kill(child.pid, signal.SIGKILL)  # no atexit, no finally: only the guard's pipe notices
+        child.wait(10)
+        assert _gone(seen["platform_pid"]), "a SIGKILLed script left its platform running"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+@pytest.mark.parametrize("command", [
+    ["-c", "import sequence_ai; sequence_ai.connect('pi05-droid', base_url='mock')"],
+    ["-m", "sequence_ai", "models"],
+])
+def test_without_the_serve_extra_mock_says_what_to_install(tmp_path, command):
+    blocked = tmp_path / "sitecustomize.py"  # as if fastapi were not installed
+    blocked.write_text("import sys\nsys.modules['fastapi'] = None\n")
+    env = _env(SEQUENCES_BASE_URL="mock")
+    env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
+    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 1
+    assert "pip install 'sequence-ai[serve]'" in done.stderr and "fastapi" in done.stderr
+    assert "ServeExtraMissing" in done.stderr or done.stderr.startswith("error: ")
