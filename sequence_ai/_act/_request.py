@@ -1,8 +1,8 @@
 """What goes on the wire for one observation (WIRE.md §5.1, §7.2, §7.3).
 
-Checks the observation against the model's catalogue row at send time — warn, strict or off —
-trims frames the model would ignore, and builds the /act body. Runs on the driving thread,
-before anything is sent.
+Applies the model's catalogue check to the observation at send time — warn, strict or off (the
+check itself runs once per observation: `_vision._observation.checked`) — trims frames the model
+would ignore, and builds the /act body. Runs on the driving thread, before anything is sent.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .._errors import InvalidArgument, InvalidArgumentType, ObservationMismatch
 from .._net._limits import encode_within_limit
-from .._vision._observation import observation_problems, problems_message, trim_frames
+from .._vision._observation import checked, trim_frames
 from .._wire import Model, Observation
 
 __all__ = ["VALIDATE_MODES", "ObservationCheck", "act_body", "new_rid", "observation_wire", "with_instruction"]
@@ -60,9 +60,9 @@ class ObservationCheck:
         InvalidRequest) on problems."""
         if self.mode == "off" or row is None or not isinstance(observation, Observation):
             return observation
-        problems, rejected = observation_problems(row, observation)
-        if problems:
-            message = problems_message(row, problems, rejected)
+        verdict = checked(row, observation)
+        if verdict.problems:
+            message = verdict.message(row)
             if self.mode == "strict":
                 raise ObservationMismatch(message)
             warnings.warn(message, UserWarning, stacklevel=4)
