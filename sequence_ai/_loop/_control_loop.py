@@ -21,13 +21,13 @@ from .._act._chunk import Prediction
 from .._act._request import with_instruction
 from .._errors import Unavailable
 from .._waiting import Interrupted
+from .._warming import WarmWait
 from ._instruction import InstructionLatch
 from ._outcome import RunOutcome, RunProgress
 from ._prefetch import PrefetchRule
 from ._refill import InFlight, Refills, joints_of
 from ._settings import RunSettings
 from ._stitch import Action, RowKind, Stitcher, seam_jump
-from ._warming import WarmWait
 
 __all__ = ["ControlLoop"]
 
@@ -39,20 +39,18 @@ class _Timeout(Exception):
 
 
 class ControlLoop:
-    """One run: `settings` (frozen) over the Policy's `refills`. `sleep` is the Policy's
-    interruptible sleep; `layout()` the model's state_layout (None when unknown)."""
+    """One run: `settings` (frozen) over the Policy's `refills`. `warm_wait(budget_s)` is the
+    Policy's WarmWait for this run; `layout()` the model's state_layout (None when unknown)."""
 
     def __init__(self, refills: Refills, settings: RunSettings, *, latch: InstructionLatch,
-                 interrupted: Callable[[], bool], sleep: Callable[[float], None],
-                 on_warming: Optional[Callable[[float, float], Any]], layout: Callable[[], Optional[dict]],
-                 recording: Optional[Any] = None):
+                 interrupted: Callable[[], bool], warm_wait: Callable[[float], WarmWait],
+                 layout: Callable[[], Optional[dict]], recording: Optional[Any] = None):
         self.r = refills
         self.recording = recording  # run(record=...): a recording.run.RunRecording, else None
         self.s = settings
         self._latch = latch
         self.interrupted = interrupted
-        self._sleep = sleep
-        self._on_warming = on_warming
+        self._warm_wait = warm_wait
         self._layout = layout
         self.started = time.monotonic()
         self.deadline = None if settings.max_seconds is None else self.started + settings.max_seconds
@@ -168,7 +166,7 @@ class ControlLoop:
             cut_by_max_seconds = left < budget
             budget = min(budget, left)
         if self.actions == 0 and budget > 0:
-            self.warm = WarmWait(budget, self.s.on_warming or self._on_warming, self._sleep)
+            self.warm = self._warm_wait(budget)
             try:
                 (prediction, flight), waited = self.warm.run(self.attempt)
             except Unavailable as exc:
