@@ -23,6 +23,7 @@ from ._link._worker import WorkerConnection
 from ._loop._control_loop import ControlLoop
 from ._loop._driver import DriverGuard
 from ._loop._instruction import InstructionLatch
+from ._loop._observers import Callbacks, RunObserver
 from ._loop._outcome import RunOutcome, RunProgress
 from ._loop._pacing import Pacer
 from ._loop._refill import InFlight, Refills
@@ -93,8 +94,8 @@ class Policy:
         """Drop pending requests and close every connection. Idempotent."""
         if self._closed:
             return
-        self._closed = self._refills.closed = True
-        self._refills.drop()
+        self._closed = True
+        self._refills.close()
         self._worker.close()
         self._telemetry.close()
         self._gateway.close()
@@ -242,10 +243,12 @@ class Policy:
                 self._latch.seed(settings.instruction)
             self._lookahead = settings.lookahead
             recording = None if settings.record is None else _open_recording(settings.record)  # before anything moves
+            callbacks = Callbacks.given(settings)
+            observers: List[RunObserver] = [o for o in (recording, callbacks) if o is not None]
             loop = self._loop = ControlLoop(self._refills, settings, latch=self._latch,
                                             interrupted=self._interrupt.is_set,
                                             warm_wait=lambda budget_s: self._warm_wait(budget_s, settings.on_warming),
-                                            layout=self._model_row.layout, recording=recording)
+                                            layout=self._model_row.layout, observers=observers)
             try:
                 return loop.run()
             finally:
@@ -272,8 +275,8 @@ class Policy:
     def set_instruction(self, instruction: str) -> None:
         """Change the instruction for the next request; returns at once, the arm keeps moving."""
         loop = self._loop
-        if self._latch.set(instruction) and loop is not None and loop.running and loop.recording is not None:
-            loop.recording.instruction(instruction)
+        if self._latch.set(instruction) and loop is not None and loop.running:
+            loop.watch.instruction(instruction)
 
     @property
     def instruction(self) -> Optional[str]:
@@ -284,7 +287,7 @@ class Policy:
         if latched is not None:
             return latched
         loop = self._loop
-        return self._refills.instruction_in_force if loop is not None and loop.running else None
+        return loop.instruction if loop is not None and loop.running else None
 
     def interrupt(self) -> None:
         """Stop the run within one control period; it holds and reports `interrupted`."""

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from .._errors import InvalidArgumentType, ObservationMismatch
 from .._wire import ImageFrame, Model, Observation, Proprioception
 
-__all__ = ["Verdict", "checked", "observation", "observation_problems", "problems_message", "trim_frames"]
+__all__ = ["Verdict", "checked", "joints_of", "observation", "observation_problems", "problems_message", "trim_frames"]
 
 REJECTED_SUFFIX = "at least one will be rejected"
 QUIETLY_WRONG_SUFFIX = "accepted but quietly wrong"
@@ -126,6 +126,20 @@ def checked(model: Model, observation: Observation) -> Verdict:
     problems, rejected = observation_problems(model, observation)
     verdict = observation._verdict = Verdict(model, basis, tuple(problems), rejected)
     return verdict
+
+
+def joints_of(observation: Any) -> Optional[List[float]]:
+    """The joint positions an observation carries (what the robot reported), if any."""
+    proprio = getattr(observation, "proprioception", None)
+    if proprio is None and isinstance(observation, Mapping):
+        proprio = observation.get("proprioception")
+    joints = getattr(proprio, "joint_positions", None)
+    if joints is None and isinstance(proprio, Mapping):
+        joints = proprio.get("joint_positions")
+    try:
+        return [float(v) for v in joints] if joints is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def problems_message(model: Model, problems: List[str], rejected: bool) -> str:

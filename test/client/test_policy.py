@@ -133,6 +133,21 @@ def test_set_instruction_takes_effect_on_the_next_request_without_stopping(platf
     assert "1 instruction swaps" in str(out)
 
 
+def test_each_action_carries_the_instruction_its_request_carried(platform):
+    # The instruction in force goes on each request, replacing the observation's own, and on each
+    # action its chunk produced: run(instruction=) first, then the one set_instruction() latched.
+    robot = Robot(instruction="the robot's own")
+    played = []
+    with policy_for(platform) as policy:
+        timer = threading.Timer(0.3, policy.set_instruction, args=("second",))
+        timer.start()
+        out = policy.run(**run_kwargs(robot, act=played.append), max_actions=40, instruction="first")
+    sent = {r["rid"]: r["instruction"] for r in platform.requests()}
+    assert out.reason == "completed" and set(sent.values()) == {"first", "second"}, sent
+    assert [action.instruction for action in played] == [sent[action.rid] for action in played]
+    assert played[0].instruction == "first" and played[-1].instruction == "second"
+
+
 def test_set_instruction_with_the_same_string_is_ignored_and_rejects_non_strings(platform):
     with policy_for(platform) as policy:
         policy.set_instruction("a")
