@@ -30,7 +30,7 @@ from ._loop._refill import InFlight, Refills
 from ._loop._settings import AUTO, RunSettings
 from ._net._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._waiting import Interrupted, InterruptFlag, Waiter
-from ._warming import WarmWait, eta_of, pause_within
+from ._warming import NotReady, WarmWait, eta_of, poll_every
 from ._wire import Model
 
 __all__ = ["Policy", "connect"]
@@ -139,10 +139,9 @@ class Policy:
                 message = f"{self.model} is still building after {timeout_s:g}s"
             else:
                 message = f"{self.model} was still loading after {timeout_s:g}s; about {eta_s or 0:.0f}s to go"
-            raise Unavailable(message, 503, warming=True, retry_after_s=eta_s)
+            raise NotReady(message, 503, warming=True, retry_after_s=eta_s)
 
-        warm = WarmWait(timeout_s, self._waiter.sleep, on_warming,
-                        pause=pause_within(None, floor_s=0.5, every_s=poll_s))
+        warm = WarmWait(timeout_s, self._waiter.sleep, on_warming, pause=poll_every(poll_s))
         try:
             return warm.run(ready)[1]
         except Interrupted:

@@ -12,9 +12,11 @@ raising to give up):
 
 * `act_pause` (§7.5): `max(1, retry_after_s or 5)`; a pause that would end past the budget gives
   up at once, naming the budget. on_warming is told the pause.
-* `pause_within(default_eta_s, ...)` (§4.9, §7.14): the eta (`retry_after_s`, else the default)
-  or a fixed poll period, at least a floor, cut to the budget left; it gives up with the warming
-  error itself once none is left. on_warming is told the eta.
+* `pause_within(default_eta_s, ...)` (§4.9): the eta (`retry_after_s`, else the default) or a
+  fixed poll period, at least a floor, cut to the budget left; it gives up with the warming error
+  itself once none is left. on_warming is told the eta.
+* `poll_every(poll_s)` (§7.14): `pause_within` at a poll period, for a `NotReady` answer only; a
+  warming error of the readiness call itself ends the wait as it came.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Callable, Optional, Tuple, TypeVar
 from ._console import warn_user
 from ._errors import Unavailable
 
-__all__ = ["WarmWait", "act_pause", "eta_of", "pause_within"]
+__all__ = ["NotReady", "WarmWait", "act_pause", "eta_of", "pause_within", "poll_every"]
 
 T = TypeVar("T")
 OnWarming = Callable[[float, Any], Any]
@@ -56,6 +58,23 @@ def pause_within(default_eta_s: Optional[float], *, floor_s: float = 1.0, every_
             eta = default_eta_s
         wanted = every_s if every_s is not None else (eta if eta is not None else floor_s)
         return max(floor_s, min(wanted, left_s)), eta
+
+    return pause
+
+
+class NotReady(Unavailable):
+    """A readiness answer that says "not yet" (wait_until_ready); its text is the one to give up with."""
+
+
+def poll_every(poll_s: float) -> Pause:
+    within = pause_within(None, floor_s=0.5, every_s=poll_s)
+
+    def pause(exc: Unavailable, budget_s: float, left_s: float) -> Tuple[float, Optional[float]]:
+        if not isinstance(exc, NotReady):
+            raise exc
+        if left_s <= 0:
+            raise Unavailable(exc.message, exc.status, warming=True, retry_after_s=exc.retry_after_s) from None
+        return within(exc, budget_s, left_s)
 
     return pause
 

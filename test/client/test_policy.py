@@ -320,6 +320,16 @@ def test_wait_until_ready_times_out_with_a_warming_unavailable(platform):
     assert info.value.warming and info.value.status == 503
 
 
+def test_wait_until_ready_polls_not_ready_answers_and_passes_a_refused_question_on(platform):
+    # Only an answer saying "not ready" is waited out; a warming 503 to the readiness question
+    # itself ends the wait as it came (the gateway's error, not "still loading after 10s").
+    platform.fault("warming", seconds=30, eta_s=30, ready_status=503)
+    with policy_for(platform) as policy, pytest.raises(sequence_ai.Unavailable) as info:
+        policy.wait_until_ready(timeout_s=10, poll_s=0.2)
+    assert info.value.warming and "after 10s" not in info.value.message, info.value
+    assert sum(platform.stats()["gateway"]["GET /v1/act/ready"].values()) == 1  # asked once, not polled
+
+
 def test_policy_is_exported_and_is_a_context_manager(platform):
     assert sequence_ai.Policy is Policy
     with policy_for(platform) as policy:
