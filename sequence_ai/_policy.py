@@ -286,7 +286,7 @@ class Policy:
         if latched is not None:
             return latched
         loop = self._loop
-        return loop.instruction if loop is not None and loop.running else None
+        return loop.tally.instruction if loop is not None and loop.running else None
 
     def interrupt(self) -> None:
         """Stop the run within one control period; it holds and reports `interrupted`."""

@@ -49,6 +49,7 @@ class ControlLoop:
         self.r = refills
         self.s = settings
         self.watch = Observers(observers)
+        self._on_played = self.watch.played if self.watch.watching("played") else None  # per action: no empty call
         self._latch = latch
         self.interrupted = interrupted
         self._warm_wait = warm_wait
@@ -79,11 +80,6 @@ class ControlLoop:
             raise Interrupted()
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise _Timeout()
-
-    @property
-    def instruction(self) -> Optional[str]:
-        """The instruction the run's last request carried."""
-        return self.tally.instruction
 
     def progress(self) -> RunProgress:
         return self.tally.progress(running=self.running, actions=self.actions, buffered=len(self.r.buffer),
@@ -207,11 +203,10 @@ class ControlLoop:
         self.watch.resumed(wait_s)
         self.watch.status("running")
 
-    def collect_arrived(self) -> None:
-        """Pipelined or lookahead > 1: append every chunk that has already arrived, in order. A
-        request that failed stays at the head: its error is raised when its rows are due (the
-        rows buffered ahead of it were computed from good answers and still play)."""
-        flight = self.r.take_arrived()
+    def collect_arrived(self, flight: Optional[InFlight]) -> None:
+        """Pipelined or lookahead > 1: append `flight`, which has arrived, and every chunk arrived
+        after it, in order. A request that failed stays at the head: its error is raised when its
+        rows are due (the rows buffered ahead of it were computed from good answers and still play)."""
         while flight is not None:
             self.install(self.result_of(flight), flight)
             flight = self.r.take_arrived()
@@ -261,7 +256,8 @@ class ControlLoop:
     def played(self, action: Any) -> None:
         self.last_action = action
         self.actions += 1
-        self.watch.played(action)
+        if self._on_played is not None:
+            self._on_played(action)
         since = action.swap_since if isinstance(action, Action) else None
         if since is not None:  # the first action computed with a new instruction (guide: its lag)
             self.tally.lag(time.monotonic() - since)
@@ -278,7 +274,7 @@ class ControlLoop:
         self.watch.started(model=self.r.model, episode_id=s.episode_id, control_hz=s.control_hz or self.r.hz,
                            instruction=self._latch.value)
         interrupted, buffer, collect = self.interrupted, self.r.buffer, s.lookahead != 1
-        due = self.prefetch.due
+        due, arrived = self.prefetch.due, self.r.take_arrived
         try:
             self.watch.status("starting")
             while self.actions < s.max_actions:
@@ -286,8 +282,8 @@ class ControlLoop:
                     raise Interrupted()
                 if len(buffer) == 0:
                     self.take_delivery()
-                if collect:
-                    self.collect_arrived()
+                if collect and (flight := arrived()) is not None:  # one call per tick
+                    self.collect_arrived(flight)
                 if self.actions == 0:
                     self.top_up()
                     self.start_when_carried()

@@ -3,10 +3,12 @@
 The control loop announces its moments to a list of `RunObserver`s, in order, on the driving
 thread (`instruction()` comes from the thread that called set_instruction()). An observer
 overrides the moments it cares about; `Observers` hands the loop, for each moment, one callable
-that reaches only those, so a moment nobody watches costs the loop one empty call (the
-per-action `played` included). The observers are `Callbacks` (run()'s on_status, on_chunk,
-on_underrun) and `recording.run.RunRecording` (run(record=...)). An observer that raises ends
-the run like any callback; the recording catches its own errors.
+that reaches only those, so a moment nobody watches costs the loop one empty call, and the
+per-action `played` not even that (`watching()`: the loop's wake-up on every tick is most of its
+CPU, and every line it runs after one costs several times its warm price). The observers are
+`Callbacks` (run()'s on_status, on_chunk, on_underrun) and `recording.run.RunRecording`
+(run(record=...)). An observer that raises ends the run like any callback; the recording
+catches its own errors.
 """
 
 from __future__ import annotations
@@ -78,9 +80,13 @@ class Observers:
 
     def __init__(self, observers: Sequence[RunObserver]):
         self.observers = tuple(observers)
+        self._watched = {m for m in MOMENTS for o in self.observers if _overrides(o, m)}
         for moment in MOMENTS:
             hooks = [getattr(o, moment) for o in self.observers if _overrides(o, moment)]
             setattr(self, moment, _nothing if not hooks else hooks[0] if len(hooks) == 1 else _each(hooks))
+
+    def watching(self, moment: str) -> bool:
+        return moment in self._watched
 
     @property
     def frames_dropped(self) -> int:
