@@ -238,4 +238,6 @@ def _why(exc: BaseException) -> str:
 
 
 def _size(nbytes: int) -> str:
-    return f"{nbytes / (1 << 30):g} GiB" if nbytes >= 1 << 30 else f"{nbytes / (1 << 20):g} MiB"
+    if nbytes >= 1 << 30:
+        return f"{nbytes / (1 << 30):g} GiB"
+    return f"{nbytes / (1 << 20):g} MiB" if nbytes >= 1 << 20 else f"{nbytes:,} bytes"
