@@ -13,7 +13,8 @@ Each event method only stamps the time and queues its arguments (see sink.py): b
 encoding the message happen on the recorder's own thread, so the control loop pays a deque
 append per event. An event method never raises: a recording problem is logged and reported in
 `stats()` and `error`, never turned into a stopped arm. A write error (a full disk) stops the
-writing; `on_error(text)` hears of it once, from the writer's thread.
+writing; `on_error(text)` hears of it once, from the writer's thread (without one, it is logged at
+ERROR).
 
 The file is opened without following a symbolic link (`path` naming a link is refused): a
 recording overwrites only a file of its own.

@@ -11,7 +11,8 @@ close() are the caller's (the ROS node writes its own RunOutcome message, whose 
 canceled or stale_input where the client saw an interrupt, and adds feedback).
 
 A recording that stopped writing (a full disk) never stops the run; the run's outcome carries the
-error (`recording_error`) and the run warns, on its caller's thread, when it ends.
+error (`recording_error`), and a run that opened the file warns when it ends, on its caller's
+thread (a caller's own Recorder reports to its owner: `on_error`, `error`, else the log).
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ class RunRecording:
     def ended(self, outcome: Any, *, held: bool) -> Any:
         """The run's outcome, and the file finished, if this run opened it (else the caller's).
         Returns the outcome with what the recording kept: frames dropped, and the write error
-        (warned about here, on the run's thread, so the warning points at the caller's run())."""
+        (warned about here when the file is this run's, on the run's thread, so the warning
+        points at the caller's run())."""
         try:
             if self.owned:
                 self.recorder.outcome(outcome, held=held)
@@ -134,7 +136,7 @@ class RunRecording:
         except Exception as exc:
             log.error("finishing the recording failed (%s: %s)", type(exc).__name__, exc)
         error = self.recorder.error or ""
-        if error:
+        if error and self.owned:
             where = self.recorder.path or "the recording's stream"
             warn_user(f"the recording {where} stopped writing ({error}); it holds the run up to then, "
                       "and the run went on")

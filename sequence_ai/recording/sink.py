@@ -11,8 +11,8 @@ The file is written in MCAP chunks, and the chunk in progress is closed and flus
 least every `flush_interval_s`, so a writer killed mid-run (SIGKILL, a crash) leaves a file that
 reads back up to its last complete chunk: at most that interval is lost.
 
-A write error (a full disk) stops the writing: it is logged at ERROR once and handed to
-`on_error`, the file (a RecordingFile) is cut back to its last whole record, and at close the
+A write error (a full disk) stops the writing: it is handed to `on_error` once (or, without one,
+logged at ERROR), the file (a RecordingFile) is cut back to its last whole record, and at close the
 file is finished where it can still take it — the metadata (the error, the counts, the outcome)
 then an MCAP footer — so a reader sees the run up to the error and why it stops there.
 """
@@ -262,13 +262,14 @@ class RecordSink:
         if self.error is not None:
             return
         self.error = f"{type(exc).__name__}: {exc}"
-        log.error("recording stopped writing: %s; the file keeps what was written before", self.error)
         self._cut_back(cut_to)
-        if self._on_error is not None:
-            try:
-                self._on_error(self.error)
-            except Exception:
-                log.exception("the recording's on_error callback failed")
+        if self._on_error is None:
+            log.error("recording stopped writing: %s; the file keeps what was written before", self.error)
+            return
+        try:
+            self._on_error(self.error)  # the owner says it, in its own log
+        except Exception:
+            log.exception("recording stopped writing (%s), and its on_error failed", self.error)
 
     def _cut_back(self, offset: Optional[int] = None) -> None:
         """Drop a torn write from the file (only a RecordingFile can; a caller's stream is left)."""
