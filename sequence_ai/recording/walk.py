@@ -37,11 +37,11 @@ class ReadLimits:
     """What reading one recording may take (docs/RECORDING.md says why these numbers)."""
 
     chunk_bytes: int = 64 << 20  # one record, or one chunk decompressed (the writer's chunks: ~1 MiB)
-    decompressed_bytes: int = 4 << 30  # every chunk of the file, decompressed
-    records: int = 1_000_000  # records in the file, the chunks' contents included
+    decompressed_bytes: int = 8 << 30  # every chunk of the file, decompressed
+    records: int = 2_000_000  # records in the file, the chunks' contents included
     message_bytes: int = 4 << 20  # one decoded message (camera frames are kept as bytes, not decoded)
-    decoded_bytes: int = 256 << 20  # every message decoded (all but the camera frames)
-    seconds: float = 120.0  # reading the file
+    decoded_bytes: int = 512 << 20  # every message decoded (all but the camera frames)
+    seconds: float = 300.0  # reading the file
 
 
 class RecordingRefused(ValueError):
