@@ -77,6 +77,7 @@ class GoalRecordings:
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.folder / f"{stamp}-{goal_id[:8]}.mcap"
+
         def stopped(error: str) -> None:  # on the recorder's writer thread
             self._log_error(f"the recording {path} stopped writing ({error}); the goal goes on, "
                             "the file keeps what was written before")

@@ -15,8 +15,7 @@ pytest.importorskip("mcap", reason="needs the [record] extra")
 from _loop_robot import Robot, policy_for, run_kwargs
 from small_disk import fill, small_disk
 
-from sequence_ai import ImageFrame, Observation, Proprioception
-from sequence_ai import cli
+from sequence_ai import ImageFrame, Observation, Proprioception, cli
 from sequence_ai.recording import read_run
 
 NO_SPACE = "OSError: [Errno 28] No space left on device"

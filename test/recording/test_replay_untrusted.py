@@ -13,7 +13,7 @@ import sys
 import pytest
 
 pytest.importorskip("mcap", reason="needs the [record] extra")
-from _crafted import command_bytes, command_channel, chunk, mcap_file, message, records, zeros_compressed
+from _crafted import chunk, command_bytes, command_channel, mcap_file, message, records, zeros_compressed
 from _runs import scripted_run
 from mcap.writer import MCAP0_MAGIC
 
