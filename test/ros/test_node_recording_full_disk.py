@@ -22,7 +22,7 @@ NO_SPACE = "OSError: [Errno 28] No space left on device"
 def test_a_goal_whose_recording_fills_the_disk_ends_normally_and_says_so(ros, policy_node, platform, tmp_path):
     with small_disk(tmp_path / "runs", 512) as folder:
         process, arm, planner = start_arm(ros, policy_node, platform, record_dir=str(folder))
-        fill(folder, 16 << 10)  # the file's first bytes fit, a second of the camera's frames does not
+        fill(folder, 4 << 10)  # one page: the file's first bytes fit, its first chunk (at 1 s) does not
         sent = time.monotonic()
         result = Planner.result(planner.send("pick up the red cube", max_seconds=30.0, max_actions=45)).result
 
