@@ -5,9 +5,10 @@ whole chunk at the size the chunk claims (a 131 KB file asked for 4 GB) and pars
 before handing one over. Here every number the file states is checked before it is acted on:
 
 * a record longer than what is left of the file is where the file was cut (a writer that
-  died): `CutShort`, and what came before stands — as a chunk that fails its CRC;
+  died): `CutShort`, and what came before stands — as at zeros where a record should start and
+  at a chunk that does not decompress or fails its CRC (what a machine that lost power leaves);
 * a record, or a chunk decompressed, over `chunk_bytes`, a chunk that decompresses to anything
-  but the size it declares, a record that runs past its chunk, opcode 0, an unknown compression,
+  but the size it declares, a record that runs past its chunk or has opcode 0 inside it, an unknown compression,
   and the caps of ReadLimits over the whole file (bytes decompressed, records, seconds; the
   reader adds the bytes it decodes): `RecordingRefused`, naming what and where;
 * a chunk's records are counted (their headers only) before any of them is parsed, so a chunk
@@ -50,7 +51,8 @@ class RecordingRefused(ValueError):
 
 
 class CutShort(Exception):
-    """The file stops here: cut inside a record (a writer that died), or a chunk that fails its CRC."""
+    """The readable file stops here: cut inside a record (a writer that died), zeros where a record
+    should start, or a chunk that does not decompress or fails its CRC (a machine that lost power)."""
 
 
 class Budget:
@@ -101,8 +103,8 @@ def records(stream: IO[bytes], size: int, budget: Budget) -> Iterator[Any]:
         opcode, length = _HEAD.unpack(head)
         if length > size - offset - _HEAD.size:
             raise CutShort(f"cut short inside the record at byte {offset}")
-        if opcode == 0:
-            raise RecordingRefused(f"a record with opcode 0 at byte {offset}")
+        if opcode == 0:  # zeros: what a machine that lost power may leave where the file's end was
+            raise CutShort(f"zeros where a record should start, at byte {offset}")
         if length > budget.limits.chunk_bytes:
             raise RecordingRefused(f"a record of {length:,} bytes at byte {offset}, over the "
                                    f"{_size(budget.limits.chunk_bytes)} cap")
@@ -200,8 +202,8 @@ def _decompressed(chunk: Any, declared: int, offset: int) -> bytes:
                                    "reader does not know")
     except RecordingRefused:
         raise
-    except Exception as exc:  # the decompressors' own errors: the data is not what it claims
-        raise RecordingRefused(f"a chunk at byte {offset} that does not decompress ({_why(exc)})") from None
+    except Exception as exc:  # the decompressors' own errors: damaged data, as a lost machine leaves it
+        raise CutShort(f"the chunk at byte {offset} does not decompress ({_why(exc)})") from None
     if len(data) != declared:
         more = "more than" if len(data) > declared else f"{len(data):,} bytes, not"
         raise RecordingRefused(f"a chunk at byte {offset} that decompresses to {more} the {declared:,} bytes it declares")

@@ -135,15 +135,20 @@ def test_the_reader_refuses_what_is_over_its_limits_and_reads_a_real_recording_w
         read_run(path, limits=ReadLimits(chunk_bytes=100))
 
 
-def test_a_file_cut_after_its_first_chunks_still_replays_its_prefix(tmp_path):
-    """The caps never cost a crash-cut file its prefix (test_recording_crash.py cuts at every byte)."""
+@pytest.mark.parametrize("end", ["cut", "zeros"])
+def test_a_file_whose_end_was_lost_still_replays_its_prefix(tmp_path, end):
+    """The checks never cost a crash-cut file its prefix (test_recording_crash.py cuts at every
+    byte), nor one whose end a machine that lost power left as zeros."""
     path = tmp_path / "run.mcap"
     with Recorder(path, chunk_size=2048) as recorder:
         scripted_run(recorder, chunks=6)
+    whole = read_run(path)
     data = path.read_bytes()
+    kept = len(data) // 3
     cut = tmp_path / "cut.mcap"
-    cut.write_bytes(data[:len(data) * 2 // 3])
+    cut.write_bytes(data[:kept] if end == "cut" else data[:kept] + bytes(len(data) - kept))
     done = _replay(cut, "--no-plot")
     assert done.returncode == 0 and "not finished by its writer" in done.stdout, done.stderr
-    assert read_run(cut).commands
+    commands = read_run(cut).commands
+    assert 0 < len(commands) < len(whole.commands) and commands == whole.commands[:len(commands)]
 
