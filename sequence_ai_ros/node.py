@@ -302,7 +302,7 @@ class PolicyNode(Node):
         msg = outcome_message(outcome, reason=reason, message=message, model=self.model.short_id,
                               instruction=instruction, held=held, stamp=self.get_clock().now().to_msg())
         if recorder is not None:
-            msg.recording = recorder.path
+            self.recordings.describe(msg, recorder)
         if reason != "rejected":
             self.outcome_pub.publish(msg)
         if recorder is not None:
