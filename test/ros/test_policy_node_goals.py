@@ -31,7 +31,7 @@ STOP_BOUND_S = 2 * PERIOD + 0.15
 @pytest.fixture(scope="module")
 def shared_node(local_platform, tmp_path_factory):
     with node_for_the_module(local_platform, tmp_path_factory.mktemp("shared_node"),
-                             estop_topic="estop", until_topic="done") as node:
+                             estop_topic="estop", estop_start_engaged=False, until_topic="done") as node:
         yield node
 
 
