@@ -68,7 +68,7 @@ def estop_status(*, name: str, topic: str, holds: Sequence[str], sources: Sequen
                  heartbeat_age_s: Optional[float], now_s: float) -> DiagnosticStatus:
     """ERROR while the e-stop is engaged (the message says why), else OK. One value per publisher
     on the topic (estop_sources.Source), gone ones included: `publisher <node> (gid <hex>)` →
-    pressing / released / not heard yet / gone ... N s ago."""
+    pressing / released / silent / cannot connect / gone ... N s ago."""
     values = [KeyValue(key="topic", value=topic), KeyValue(key="engaged", value=str(bool(holds)))]
     if heartbeat_s > 0:
         age = "never" if heartbeat_age_s is None else f"{heartbeat_age_s:.3f}"

@@ -91,7 +91,10 @@ class EStop:
         listed = {}
         for info in self._node.get_publishers_info_by_topic(self.topic):
             name = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
-            listed[bytes(info.endpoint_gid[:GID_BYTES])] = name
+            qos = info.qos_profile
+            connectable = (info.topic_type == "std_msgs/msg/Bool" and qos.reliability == ReliabilityPolicy.RELIABLE
+                           and qos.durability == DurabilityPolicy.TRANSIENT_LOCAL)
+            listed[bytes(info.endpoint_gid[:GID_BYTES])] = (name, connectable)
         for source in self.sources.listed(listed):
             self._log_gone(source)
         self._update()
@@ -101,7 +104,7 @@ class EStop:
             self._logger.error(f"e-stop publisher {source.label} went away while pressing: the e-stop stays "
                                f"engaged until ~/release_estop")
         else:
-            self._logger.warning(f"e-stop publisher {source.label} went away ({'never heard' if source.pressed is None else 'released'})")
+            self._logger.warning(f"e-stop publisher {source.label} went away ({'silent' if source.pressed is None else 'released'})")
 
     def _release(self, request, response):
         response.success, response.message = self.sources.release()
@@ -127,7 +130,7 @@ class EStop:
     def _on_incompatible_qos(self, event) -> None:
         self._logger.error(f"a publisher on the e-stop topic {self.topic} cannot connect: its QoS is not "
                            f"RELIABLE + TRANSIENT_LOCAL (latched); its value is unknown, so it holds the e-stop "
-                           f"engaged until it goes away")
+                           f"engaged until it goes away (/diagnostics names it)")
 
     def _on_broken(self, why: str) -> None:
         self._logger.error(f"the e-stop on {self.topic} cannot tell its publishers apart: {why}; every message "

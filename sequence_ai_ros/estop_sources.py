@@ -3,8 +3,10 @@
 The e-stop is engaged while any of these holds (docs/ROS.md "The e-stop"):
 
 * a live publisher's latest value is `true` (it presses);
-* a live publisher has not been heard yet (a latched sample still on its way, or a QoS that can
-  never connect): its value is unknown, so it counts as pressing;
+* a live publisher that can never be heard (its QoS is not RELIABLE + TRANSIENT_LOCAL, or its
+  type is not std_msgs/Bool): its value is unknown, so it counts as pressing (a pendant set up
+  wrong must not look released). One that can connect but has published nothing yet holds
+  nothing: it has said nothing (a latched value arrives with discovery);
 * a publisher went away while pressing (a killed pendant, a pulled cable): a *lost press*;
 * the node has not been released since it started (`start_engaged`): a node that starts cannot
   know what it missed while it was down;
@@ -12,7 +14,7 @@ The e-stop is engaged while any of these holds (docs/ROS.md "The e-stop"):
 
 What releases what: a publisher's `false` releases its own press and nothing else. Lost presses
 and the start latch are released only by `release()` (the node's `~/release_estop` service),
-which is refused while a live publisher presses, is unheard, or the heartbeat has lapsed. A
+which is refused while a live publisher presses or cannot connect, or the heartbeat has lapsed. A
 publisher that sends `false` over and over (a dashboard, a dead-man pendant) so never releases
 a press it did not make. Pure logic on a monotonic clock; estop.py feeds it from ROS.
 """
@@ -38,6 +40,7 @@ class Source:
     gid: bytes
     name: str  # its node, as the graph names it ("" until the graph lists it)
     pressed: Optional[bool] = None  # its latest value; None: not heard yet
+    connectable: bool = True  # its QoS and type let its messages reach the node
     listed: bool = False  # the graph lists it now
     ever_listed: bool = False
     last_heard_s: Optional[float] = None
@@ -52,7 +55,7 @@ class Source:
         if self.gone_s is not None:
             return "gone while pressing: a lost press" if self.pressed else "gone"
         if self.pressed is None:
-            return "not heard yet: counts as pressing"
+            return "silent" if self.connectable else "cannot connect: counts as pressing"
         return "pressing" if self.pressed else "released"
 
 
@@ -81,14 +84,15 @@ class EStopSources:
             source.last_heard_s = now
             return Source(**vars(source)), before
 
-    def listed(self, publishers: Mapping[bytes, str]) -> List[Source]:
-        """The graph's publishers on the topic now (gid -> node name); returns those that went away."""
+    def listed(self, publishers: Mapping[bytes, Tuple[str, bool]]) -> List[Source]:
+        """The graph's publishers on the topic now (gid -> (node name, can connect)); returns
+        those that went away."""
         gone = []
         with self._lock:
             now = self._now_s()
-            for gid, name in publishers.items():
+            for gid, (name, connectable) in publishers.items():
                 source = self._sources.setdefault(gid, Source(gid=gid, name=name))
-                source.name, source.listed, source.ever_listed = name, True, True
+                source.name, source.connectable, source.listed, source.ever_listed = name, connectable, True, True
                 source.gone_s = None  # listed again (a graph that flickered): alive, its value stands
             for source in self._sources.values():
                 if source.gid in publishers or source.gone_s is not None:
@@ -145,9 +149,9 @@ class EStopSources:
     def _live_holds(self) -> List[str]:
         holds = []
         for source in self._sources.values():
-            if source.gone_s is None and source.pressed is None:
-                holds.append(f"{source.label} has not been heard yet (its value is unknown; a publisher that is not "
-                             f"RELIABLE + TRANSIENT_LOCAL never is)")
+            if source.gone_s is None and source.pressed is None and not source.connectable:
+                holds.append(f"{source.label} cannot connect (not RELIABLE + TRANSIENT_LOCAL, or not std_msgs/Bool): "
+                             f"its value is unknown")
             elif source.gone_s is None and source.pressed:
                 holds.append(f"{source.label} presses it (publish false there to release it)")
         if self._heartbeat_s > 0:

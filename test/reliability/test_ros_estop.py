@@ -194,6 +194,17 @@ def test_one_publisher_pressing_holds_the_estop_whatever_another_publishes_until
     _moves(planner)
     assert arm.command_log(), "the goal moved the arm"
 
+    # A publisher that can never be heard (not latched: `ros2 topic pub` without QoS flags) holds
+    # the e-stop while it is there: its value is unknown.
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Bool
+
+    volatile = ros.node.create_publisher(Bool, f"{ns}/estop", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+    assert wait_until(lambda: "cannot connect" in status().message, 10.0), status()
+    assert "cannot connect" in planner.rejected("pick up the red cube", max_seconds=2.0)
+    ros.node.destroy_publisher(volatile)
+    assert wait_until(lambda: status().level == b"\x00", 10.0), status()
+
 
 def test_a_killed_pressing_pendant_keeps_the_estop_engaged_until_released_and_a_restarted_node_starts_engaged(
         ros, policy_node, platform, pendants):
