@@ -37,11 +37,13 @@ from typing import Any, Callable, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 
+RAN_ON_S = 1.0  # a goal whose result comes this long after its accepted cancel went on moving
+
 COUNTS = ("goals", "goal_unanswered", "accepted", "rejected", "cancels", "cancel_answered", "cancel_unanswered",
-          "results", "result_missing", "cancel_ms_max", "cancel_refused")
+          "results", "result_missing", "cancel_ms_max", "cancel_refused", "ran_on")
 
 
-def flood(namespace: str, seconds: float, mode: str) -> Dict[str, int]:
+def flood(namespace: str, seconds: float, mode: str, cancel_after_s: float = 0.3) -> Dict[str, int]:
     """One planner process: the loop above for `seconds`; the counts."""
     import rclpy
     from rclpy.action import ActionClient
@@ -86,7 +88,7 @@ def flood(namespace: str, seconds: float, mode: str) -> Dict[str, int]:
             continue
         counts["accepted"] += 1
         result = call(handle.get_result_async)
-        time.sleep(random.uniform(0.0, 0.3))
+        time.sleep(random.uniform(0.0, cancel_after_s))
         counts["cancels"] += 1
         asked = time.monotonic()
         cancel = call(handle.cancel_goal_async) if mode != "fresh" else _cancel_with_a_fresh_client(node, namespace, handle)
@@ -96,7 +98,12 @@ def flood(namespace: str, seconds: float, mode: str) -> Dict[str, int]:
         if answered:
             counts["cancel_ms_max"] = max(counts["cancel_ms_max"], int((time.monotonic() - asked) * 1000))
         counts["cancel_answered" if answered else "cancel_unanswered"] += 1
-        counts["results" if result is not None and common.wait_until(result.done, 15.0) else "result_missing"] += 1
+        got = result is not None and common.wait_until(result.done, 15.0)
+        counts["results" if got else "result_missing"] += 1
+        if got and answered and cancel.result().goals_canceling and time.monotonic() - asked > RAN_ON_S:
+            counts["ran_on"] += 1  # the cancel was accepted, yet the goal went on (its result came late)
+            reason = result.result().result.outcome.reason
+            counts[f"ran_on {reason}"] = counts.get(f"ran_on {reason}", 0) + 1
     executor.shutdown(timeout_sec=2.0)
     node.destroy_node()
     rclpy.shutdown()
@@ -116,7 +123,7 @@ def _cancel_with_a_fresh_client(node: Any, namespace: str, handle: Any) -> Any:
 
 
 def measure(clients: int = 3, seconds: float = 20.0, mode: str = "thread", busy_policy: str = "reject",
-            estop_hz: float = 0.0, log: Callable[..., None] = print) -> Dict[str, Any]:
+            estop_hz: float = 0.0, cancel_after_s: float = 0.3, log: Callable[..., None] = print) -> Dict[str, Any]:
     """The summed counts of `clients` flooding processes, or {"skipped": why}."""
     try:
         from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
@@ -139,14 +146,14 @@ def measure(clients: int = 3, seconds: float = 20.0, mode: str = "thread", busy_
                 return {"skipped": "the node never became ready: " + node.output()[-500:]}
             logs = [os.path.join(tmp, f"client{i}.log") for i in range(clients)]
             started = [subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--flood", namespace,
-                                         "--seconds", str(seconds), "--mode", mode],
+                                         "--seconds", str(seconds), "--mode", mode, "--cancel-after", str(cancel_after_s)],
                                         stdout=subprocess.PIPE, stderr=open(path, "w"), text=True)  # noqa: SIM115
                        for path in logs]
             for process in started:
                 out, _ = process.communicate(timeout=seconds + 120)
                 line = out.strip().splitlines()[-1] if out.strip() else "{}"
                 for key, value in json.loads(line).items():
-                    totals[key] = max(totals[key], value) if key == "cancel_ms_max" else totals[key] + value
+                    totals[key] = max(totals[key], value) if key == "cancel_ms_max" else totals.get(key, 0) + value
             totals["ignored"] = sum(_count(path, "Ignoring unexpected") for path in logs)
         finally:
             if toggling is not None:
@@ -159,7 +166,8 @@ def measure(clients: int = 3, seconds: float = 20.0, mode: str = "thread", busy_
         f"{totals['cancels']} cancels, {totals['cancel_unanswered']} unanswered ({totals['unanswered_pct']} %), "
         f"{totals['cancel_refused']} answered 'already ended', "
         f"{totals['ignored']} answers dropped by rclpy on arrival, {totals['result_missing']} results missing, "
-        f"slowest answer {totals['cancel_ms_max']} ms")
+        f"slowest answer {totals['cancel_ms_max']} ms, {totals['ran_on']} goals still going {RAN_ON_S:g} s after "
+        f"their cancel was accepted {({k[7:]: v for k, v in totals.items() if k.startswith('ran_on ')})}")
     return totals
 
 
@@ -201,13 +209,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--mode", choices=("thread", "executor", "fresh", "both"), default="both")
     parser.add_argument("--busy-policy", choices=("reject", "preempt"), default="reject")
     parser.add_argument("--estop-hz", type=float, default=0.0, help="toggle the e-stop at this rate meanwhile")
+    parser.add_argument("--cancel-after", type=float, default=0.3, help="cancel a random 0..this many s after acceptance")
     parser.add_argument("--flood", metavar="NAMESPACE", help=argparse.SUPPRESS)  # one client process
     args = parser.parse_args(argv)
     if args.flood:
-        print(json.dumps(flood(args.flood, args.seconds, args.mode)), flush=True)
+        print(json.dumps(flood(args.flood, args.seconds, args.mode, args.cancel_after)), flush=True)
         return 0
     for mode in (("thread", "executor") if args.mode == "both" else (args.mode,)):
-        result = measure(args.clients, args.seconds, mode, args.busy_policy, args.estop_hz)
+        result = measure(args.clients, args.seconds, mode, args.busy_policy, args.estop_hz, args.cancel_after)
         if "skipped" in result:
             print(f"skipped: {result['skipped']}")
             return 0

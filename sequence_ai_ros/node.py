@@ -200,9 +200,7 @@ class PolicyNode(Node):
         return GoalResponse.REJECT
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        run = self.goals.run
-        if run is not None and run.goal_handle is goal_handle:
-            run.stop("canceled")
+        self.goals.cancel(goal_handle)  # also a goal whose run has not begun yet
         return CancelResponse.ACCEPT
 
     def _on_estop(self) -> None:
