@@ -27,7 +27,7 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
 
 from eventually import wait_until
-from ros_harness import ArmDouble, Planner, PolicyNodeFactory, RosHarness
+from ros_harness import ArmDouble, Planner
 from sequence_ai_ros.action import Act
 from std_srvs.srv import Trigger
 
@@ -88,20 +88,6 @@ class Pendant:
                 self.process.wait(10.0)
             except subprocess.TimeoutExpired:
                 self.kill()
-
-
-@pytest.fixture
-def ros() -> Iterator[RosHarness]:
-    harness = RosHarness()
-    yield harness
-    harness.close()
-
-
-@pytest.fixture
-def policy_node(tmp_path) -> Iterator[PolicyNodeFactory]:
-    factory = PolicyNodeFactory(tmp_path)
-    yield factory
-    factory.stop_all()
 
 
 @pytest.fixture
