@@ -52,16 +52,22 @@ class GoalRecordings:
     @classmethod
     def from_parameter(cls, record_dir: str, **kwargs: Any) -> Optional[GoalRecordings]:
         """None for an empty record_dir; else the folder, created if missing. A folder that cannot
-        be written, or a missing [record] extra, is a ConfigError naming it (the node does not start)."""
-        if not record_dir.strip():
+        be written, a value of only blanks, a `~user` with no home, or a missing [record] extra is a
+        ConfigError naming it (the node does not start)."""
+        if not record_dir:
             return None
+        if not record_dir.strip():
+            raise ConfigError(f"record_dir {record_dir!r} is only blanks; leave it empty for no recording")
         try:
             from sequence_ai.recording.sink import require_mcap
 
             require_mcap()
         except ImportError as exc:
             raise ConfigError(f"record_dir is set but {exc}") from None
-        folder = Path(record_dir).expanduser().absolute()
+        try:
+            folder = Path(record_dir).expanduser().absolute()
+        except RuntimeError:  # pathlib: "Could not determine home directory."
+            raise ConfigError(f"record_dir {record_dir!r}: {record_dir.split('/')[0]} names no user's home") from None
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
