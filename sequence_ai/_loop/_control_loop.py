@@ -340,7 +340,7 @@ class ControlLoop:
         outcome = self.final = self.tally.outcome(
             reason or "completed", actions=self.actions, elapsed_s=self.elapsed(),
             episode_resets=self.r.episode_resets - self._resets_at_start, frames_dropped=self.watch.frames_dropped)
-        self.watch.ended(outcome, held=held)
+        outcome = self.final = self.watch.ended(outcome, held=held)  # with what finishing the file found
         if error is not None:
             raise error
         return outcome

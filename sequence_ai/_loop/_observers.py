@@ -57,12 +57,13 @@ class RunObserver:
     def instruction(self, text: str) -> None:
         """set_instruction() changed the instruction while the run goes."""
 
-    def ended(self, outcome: Any, *, held: bool) -> None:
-        """The run's outcome; `held`: its ending hold went out."""
+    def ended(self, outcome: Any, *, held: bool) -> Any:
+        """The run's outcome; `held`: its ending hold went out. Returns the outcome with what
+        this observer kept added (the recording: its write error), or None: as it is."""
 
 
 MOMENTS = ("started", "status", "sent", "answered", "failed", "played", "stalled", "resumed", "held",
-           "instruction", "ended")
+           "instruction")  # and `ended`, which may amend the outcome (Observers.ended)
 
 
 def _nothing(*args: Any, **kwargs: Any) -> None:
@@ -80,10 +81,19 @@ class Observers:
 
     def __init__(self, observers: Sequence[RunObserver]):
         self.observers = tuple(observers)
-        self._watched = {m for m in MOMENTS for o in self.observers if _overrides(o, m)}
+        self._watched = set()
         for moment in MOMENTS:
             hooks = [getattr(o, moment) for o in self.observers if _overrides(o, moment)]
+            if hooks:
+                self._watched.add(moment)
             setattr(self, moment, _nothing if not hooks else hooks[0] if len(hooks) == 1 else _each(hooks))
+        self._ended = [o.ended for o in self.observers if _overrides(o, "ended")]
+
+    def ended(self, outcome: Any, *, held: bool) -> Any:
+        """The run's outcome, as each observer that watches the end amends it."""
+        for hook in self._ended:
+            outcome = hook(outcome, held=held) or outcome
+        return outcome
 
     def watching(self, moment: str) -> bool:
         return moment in self._watched

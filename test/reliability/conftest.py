@@ -12,6 +12,11 @@ from typing import Dict, Tuple
 
 import pytest
 
+try:  # the ROS suites' fixtures `ros` and `policy_node` (test_ros_estop.py); absent without rclpy
+    from ros_harness import policy_node, ros  # noqa: F401
+except ImportError:
+    pass
+
 LEVEL_ORDER = ("run", "act", "next_action", "ros")
 _cells = pytest.StashKey[Dict[Tuple[str, str], Dict[str, int]]]()
 
