@@ -16,9 +16,10 @@ from typing import Any, Callable, Optional, TextIO, Tuple
 
 import httpx
 
-from ._errors import CertPinError, SequencesError, Unavailable
+from ._errors import CertPinError, SequencesError
 from ._net._http import gateway_call, redact_key, resolve_api_key
 from ._version import __version__
+from ._warming import WarmWait, pause_within
 
 __all__ = ["doctor"]
 
@@ -139,18 +140,15 @@ def _connect(base_url: str, key: str, model: str, wait_s: float, report: _Report
     from ._link._admission import parse_grant
 
     body = {"model": model, "session": uuid.uuid4().hex}
-    started = time.monotonic()
-    while True:
-        try:
-            answer = gateway_call("POST", base_url, "/v1/act/connect", api_key=key, json_body=body, timeout_s=120.0)
-            return parse_grant(answer)
-        except Unavailable as exc:
-            waited = time.monotonic() - started
-            if not exc.warming or waited >= wait_s:
-                raise
-            eta = exc.retry_after_s or 20
-            report.line("warming", f"{model}: worker loading, {waited:.0f}s waited, retry in {eta:g}s (--wait {wait_s:g})")
-            time.sleep(max(1.0, min(float(eta), wait_s - waited)))
+
+    def attempt(read_timeout_s: float) -> Any:
+        return parse_grant(gateway_call("POST", base_url, "/v1/act/connect", api_key=key, json_body=body,
+                                        timeout_s=120.0))
+
+    def progress(waited: float, eta: float) -> None:
+        report.line("warming", f"{model}: worker loading, {waited:.0f}s waited, retry in {eta:g}s (--wait {wait_s:g})")
+
+    return WarmWait(wait_s, time.sleep, progress, pause=pause_within(20.0)).run(attempt)[0]
 
 
 class _Worker:

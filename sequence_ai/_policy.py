@@ -11,26 +11,26 @@ and then talks to the worker directly over one pinned, kept-alive connection.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from ._act._chunk import ActionChunk, Prediction
 from ._act._request import ObservationCheck
 from ._catalogue._model_row import ModelRow
-from ._console import status_line, warn_user
+from ._console import status_line, warming_line, warn_user
 from ._errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
 from ._link._telemetry import TelemetrySender
 from ._link._worker import WorkerConnection
 from ._loop._control_loop import ControlLoop
 from ._loop._driver import DriverGuard
 from ._loop._instruction import InstructionLatch
+from ._loop._observers import Callbacks, RunObserver
 from ._loop._outcome import RunOutcome, RunProgress
 from ._loop._pacing import Pacer
 from ._loop._refill import InFlight, Refills
 from ._loop._settings import AUTO, RunSettings, check_max_seconds
-from ._loop._warming import WarmWait, eta_of
 from ._net._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._waiting import Interrupted, InterruptFlag, Waiter
+from ._warming import NotReady, WarmWait, eta_of, poll_every
 from ._wire import Model
 
 __all__ = ["Policy", "connect"]
@@ -94,8 +94,8 @@ class Policy:
         """Drop pending requests and close every connection. Idempotent."""
         if self._closed:
             return
-        self._closed = self._refills.closed = True
-        self._refills.drop()
+        self._closed = True
+        self._refills.close()
         self._worker.close()
         self._telemetry.close()
         self._gateway.close()
@@ -128,26 +128,30 @@ class Policy:
         """Block until the model can serve; returns the seconds waited. Interruptible.
         `on_warming(waited_s, eta_s)` (eta None when the gateway gives none) before each sleep."""
         self._interrupt.clear()
-        started = time.monotonic()
-        while True:
+
+        def ready(read_timeout_s: float) -> None:
             answer = self._ready_answer()
             if answer.get("ready"):
-                return time.monotonic() - started
+                return
             eta_s = eta_of(answer)
-            left = timeout_s - (time.monotonic() - started)
-            if left <= 0:
-                if answer.get("status") == "building":
-                    message = f"{self.model} is still building after {timeout_s:g}s"
-                else:
-                    message = f"{self.model} was still loading after {timeout_s:g}s; about {eta_s or 0:.0f}s to go"
-                raise Unavailable(message, 503, warming=True, retry_after_s=eta_s)
-            if on_warming is not None:
-                on_warming(time.monotonic() - started, eta_s)
-            try:
-                self._waiter.sleep(max(0.5, min(poll_s, left)))
-            except Interrupted:
-                raise Unavailable(f"interrupted while waiting for {self.model} to be ready", 503,
-                                  warming=True, retry_after_s=eta_s) from None
+            # The warming error this wait gives up with, once `timeout_s` has passed.
+            if answer.get("status") == "building":
+                message = f"{self.model} is still building after {timeout_s:g}s"
+            else:
+                message = f"{self.model} was still loading after {timeout_s:g}s; about {eta_s or 0:.0f}s to go"
+            raise NotReady(message, 503, warming=True, retry_after_s=eta_s)
+
+        warm = WarmWait(timeout_s, self._waiter.sleep, on_warming, pause=poll_every(poll_s))
+        try:
+            return warm.run(ready)[1]
+        except Interrupted:
+            raise Unavailable(f"interrupted while waiting for {self.model} to be ready", 503,
+                              warming=True, retry_after_s=warm.eta_s) from None
+
+    def _warm_wait(self, budget_s: float, on_warming: Optional[Callable[[float, float], Any]] = None) -> WarmWait:
+        """A wait for a cold worker before the first action (WIRE.md §7.5), on this Policy's
+        interruptible sleep; `on_warming` (a run's own) before connect()'s, else the warming line."""
+        return WarmWait(budget_s, self._waiter.sleep, on_warming or self._on_warming or warming_line, warn=True)
 
     # -- the four levels -------------------------------------------------------------------
 
@@ -177,7 +181,7 @@ class Policy:
 
             try:
                 if not refills.served and self._startup_timeout_s > 0:
-                    self._warm = WarmWait(self._startup_timeout_s, self._on_warming, self._waiter.sleep)
+                    self._warm = self._warm_wait(self._startup_timeout_s)
                     (prediction, flight), waited = self._warm.run(attempt)
                     warmup = waited if waited >= 0.25 else None
                 else:
@@ -238,10 +242,12 @@ class Policy:
                 self._latch.seed(settings.instruction)
             self._lookahead = settings.lookahead
             recording = None if settings.record is None else _open_recording(settings.record)  # before anything moves
+            callbacks = Callbacks.given(settings)
+            observers: List[RunObserver] = [o for o in (recording, callbacks) if o is not None]
             loop = self._loop = ControlLoop(self._refills, settings, latch=self._latch,
-                                            interrupted=self._interrupt.is_set, sleep=self._waiter.sleep,
-                                            on_warming=self._on_warming, layout=self._model_row.layout,
-                                            recording=recording)
+                                            interrupted=self._interrupt.is_set,
+                                            warm_wait=lambda budget_s: self._warm_wait(budget_s, settings.on_warming),
+                                            layout=self._model_row.layout, observers=observers)
             try:
                 return loop.run()
             finally:
@@ -267,8 +273,8 @@ class Policy:
     def set_instruction(self, instruction: str) -> None:
         """Change the instruction for the next request; returns at once, the arm keeps moving."""
         loop = self._loop
-        if self._latch.set(instruction) and loop is not None and loop.running and loop.recording is not None:
-            loop.recording.instruction(instruction)
+        if self._latch.set(instruction) and loop is not None and loop.running:
+            loop.watch.instruction(instruction)
 
     @property
     def instruction(self) -> Optional[str]:
@@ -279,7 +285,7 @@ class Policy:
         if latched is not None:
             return latched
         loop = self._loop
-        return self._refills.instruction_in_force if loop is not None and loop.running else None
+        return loop.tally.instruction if loop is not None and loop.running else None
 
     def interrupt(self) -> None:
         """Stop the run within one control period; it holds and reports `interrupted`."""

@@ -52,6 +52,9 @@ class Observation:
     proprioception: Proprioception
     instruction: str
     state: Optional[Dict[str, List[float]]] = None
+    # Not a field: the catalogue check's verdict (_vision._observation.Verdict), kept so that an
+    # observation is checked once against a row, when built or else when first sent.
+    _verdict = None
 
     def to_wire(self) -> dict:
         wire: Dict[str, Any] = {

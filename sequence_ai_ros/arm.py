@@ -50,7 +50,6 @@ class ArmLoop:
             config.joint_velocity_max, config.max_step_rad,
         )
         self._lock = threading.Lock()
-        self.instruction = ""
         self._pending: Optional[Command] = None
         self.last_command: Optional[Command] = None
         self._last_chunk: Optional[int] = None  # the chunk number of the last validated row
@@ -58,9 +57,8 @@ class ArmLoop:
         self.published_this_tick = 0
 
     # -- per run -------------------------------------------------------------------------------
-    def begin_run(self, instruction: str) -> None:
+    def begin_run(self) -> None:
         with self._lock:
-            self.instruction = instruction
             self._pending = None
             self.last_command = None
             self._last_chunk = None
@@ -73,11 +71,10 @@ class ArmLoop:
         gripper = None
         if reading.gripper is not None and self.model.state_layout and self.model.state_layout.get("gripper"):
             gripper = [self._normalised_gripper(reading.gripper)]
-        observation = sequence_ai.observation(
-            self.model, images=images, joints=list(reading.positions), gripper=gripper,
-            instruction=self.instruction or "",
-        )
-        return observation
+        # No instruction of the node's: the client puts the one in force on every request (the
+        # goal's, from run(instruction=...), or a later ~/set_instruction).
+        return sequence_ai.observation(self.model, images=images, joints=list(reading.positions), gripper=gripper,
+                                       instruction="")
 
     def validate(self, row: Sequence[float]) -> bool:
         """Convert and check one row; False (the run stops, nothing published) if unsafe."""

@@ -15,8 +15,8 @@ NO_RUN = "no run in progress: nothing changed (a goal carries its own instructio
 
 
 class GoalServices:
-    def __init__(self, goals: GoalSlot, policy: Any, arm: Any, publish_instruction: Callable[[str], None]):
-        self.goals, self.policy, self.arm = goals, policy, arm
+    def __init__(self, goals: GoalSlot, policy: Any, publish_instruction: Callable[[str], None]):
+        self.goals, self.policy = goals, policy
         self._publish_instruction = publish_instruction  # the latched ~/instruction
 
     def set_instruction(self, request: Any, response: Any) -> Any:
@@ -42,7 +42,6 @@ class GoalServices:
                 self.policy.set_instruction(text)
             else:
                 run.requested = text
-            self.arm.instruction = text
         self._publish_instruction(text)
         return response
 

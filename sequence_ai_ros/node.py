@@ -126,7 +126,7 @@ class PolicyNode(Node):
             cancel_callback=self._on_cancel, callback_group=ReentrantCallbackGroup(),
         )
         services = ReentrantCallbackGroup()
-        self.goal_services = GoalServices(self.goals, self.policy, self.arm,
+        self.goal_services = GoalServices(self.goals, self.policy,
                                           lambda text: self.instruction_pub.publish(String(data=text)))
         self.create_service(SetInstruction, "~/set_instruction", self.goal_services.set_instruction,
                             callback_group=services)
@@ -226,7 +226,7 @@ class PolicyNode(Node):
 
     def _begin(self, run: GoalRun) -> None:
         """A run begins (the slot locked)."""
-        self.arm.begin_run(run.instruction)
+        self.arm.begin_run()
 
     def _drive(self, run: GoalRun, goal: Any) -> Any:
         c = self.config

@@ -1,11 +1,11 @@
-"""The layers hold (docs/CLIENT-LOOP.md, /DESIGN): read from the source, every import counted —
-module level or inside a function, except those only a type checker sees."""
+"""The layers hold (docs/CLIENT-LOOP.md "Where things live", /DESIGN): read from the source, every
+import counted — module level, inside a function, or only for a type checker."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Dict, Iterable, Iterator, List, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,21 +21,11 @@ def modules(package: str) -> Dict[str, Path]:
     return found
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def imports_of(name: str, path: Path) -> Iterator[str]:
     """Absolute names of what `name` imports, anywhere in its body."""
     tree = ast.parse(path.read_text())
     is_package = path.name == "__init__.py"
-    skip: Set[int] = set()
     for node in ast.walk(tree):
-        if _type_checking_only(node):
-            skip.update(id(child) for child in ast.walk(node))
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -112,3 +102,75 @@ def test_the_node_uses_only_the_public_client():
         private = [t for t in imports_of(name, path) if t.startswith("sequence_ai.") and
                    t.split(".")[1].startswith("_")]
         assert private == [], f"{name} imports private client modules: {private}"
+
+
+# The client's floors, lowest first: a module imports only from its own wing and the floors below.
+# The root base and the face are floors of several root modules; the wings between them are the
+# private subpackages, in the order they use each other.
+ROOT_BASE = ("_errors", "_version", "_wire", "_waiting", "_console", "_warming")
+WINGS = ("_net", "_link", "_catalogue", "_vision", "_act", "_loop")
+ABOVE_THE_WINGS = ("_oneshot", "recording")  # use the wings; below the face; not each other
+
+
+def wing_of(name: str) -> str:
+    """`sequence_ai._loop._refill` -> `_loop`; a root module is its own wing; the package is the face's."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def floor_of(wing: str) -> int:
+    if wing in ROOT_BASE:
+        return 0
+    if wing in WINGS:
+        return 1 + WINGS.index(wing)
+    if wing in ABOVE_THE_WINGS:
+        return 1 + len(WINGS)
+    return 2 + len(WINGS)  # the face: _policy, _doctor, cli, act, types, errors, sim, recipes, ...
+
+
+def upward(edges: Iterable[Tuple[str, str]]) -> List[str]:
+    """The imports that break the order: into a higher floor, or across two wings of one floor
+    (the root base and the face are one wing each)."""
+    broken = []
+    for source, target in edges:
+        a, b = wing_of(source), wing_of(target)
+        fa, fb = floor_of(a), floor_of(b)
+        same_floor_ok = a == b or fa in (0, floor_of("__init__"))
+        if fb > fa or (fb == fa and not same_floor_ok):
+            broken.append(f"{source} -> {target}")
+    if any(wing_of(s) == "_vision" and wing_of(t) == "_net" for s, t in edges):
+        broken.append("_vision imports _net: frames and observations never touch the network")
+    return broken
+
+
+def _client_edges() -> List[Tuple[str, str]]:
+    mods = _client_modules()
+    return [(name, target) for name, path in mods.items() for target in imports_of(name, path)
+            if target in mods and target != name]
+
+
+def test_every_client_module_is_on_a_floor():
+    wings = {wing_of(name) for name in _client_modules()}
+    placed = set(ROOT_BASE) | set(WINGS) | set(ABOVE_THE_WINGS)
+    private_roots = {w for w in wings - placed if w.startswith("_") and w not in ("__init__", "__main__")}
+    # a new private root module or wing must be given its floor here, not fall into the face
+    assert private_roots <= {"_policy", "_doctor"}, sorted(private_roots)
+
+
+def test_the_wings_import_only_downward():
+    assert upward(_client_edges()) == []
+
+
+def test_the_order_check_catches_an_upward_import():
+    assert upward([("sequence_ai._net._http", "sequence_ai._loop._refill")]) == [
+        "sequence_ai._net._http -> sequence_ai._loop._refill"]
+    assert upward([("sequence_ai._loop._prefetch", "sequence_ai._loop._control_loop")]) == []
+    assert upward([("sequence_ai._vision._encode", "sequence_ai._net._limits")]) != []
+    assert upward([("sequence_ai.recording.run", "sequence_ai._oneshot._calls")]) != []
+    assert upward([("sequence_ai._waiting", "sequence_ai._link._fetch")]) != []
+    assert upward([("sequence_ai._policy", "sequence_ai._loop._refill"), ("sequence_ai.act", "sequence_ai._policy")]) == []
+
+
+def test_no_client_module_is_much_over_350_lines():
+    long = {name: n for name, path in _client_modules().items() if (n := len(path.read_text().splitlines())) > 350}
+    assert long == {}, long

@@ -1,8 +1,9 @@
-"""What goes on the wire for one observation (WIRE.md §5.1, §7.2, §7.3).
+"""What goes on the wire for one observation (WIRE.md §5.1, §7.2, §7.3, §7.11).
 
-Checks the observation against the model's catalogue row at send time — warn, strict or off —
-trims frames the model would ignore, and builds the /act body. Runs on the driving thread,
-before anything is sent.
+Applies the model's catalogue check to the observation at send time — warn, strict or off (the
+check itself runs once per observation: `_vision._observation.checked`) — trims frames the model
+would ignore, puts the instruction in force on it, and builds the /act body. Runs on the driving
+thread, before anything is sent.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .._errors import InvalidArgument, InvalidArgumentType, ObservationMismatch
 from .._net._limits import encode_within_limit
-from .._vision._observation import observation_problems, problems_message, trim_frames
+from .._vision._observation import checked, trim_frames
 from .._wire import Model, Observation
 
-__all__ = ["VALIDATE_MODES", "ObservationCheck", "act_body", "new_rid", "observation_wire", "with_instruction"]
+__all__ = ["VALIDATE_MODES", "ObservationCheck", "act_body", "in_force", "new_rid", "observation_wire"]
 
 VALIDATE_MODES = ("warn", "strict", "off")
 
@@ -29,12 +30,17 @@ def new_rid() -> str:
     return f"r-{random.getrandbits(32):08x}"
 
 
-def with_instruction(observation: Any, instruction: str) -> Any:
-    if isinstance(observation, Observation):
-        return dataclasses.replace(observation, instruction=instruction)
-    if isinstance(observation, Mapping):
-        return {**observation, "instruction": instruction}
-    raise InvalidArgumentType(f"observe() must return an Observation, not {type(observation).__name__}")
+def in_force(observation: Any, instruction: Optional[str]) -> Tuple[Any, Optional[str]]:
+    """The observation to send with `instruction` on it (the one set on the Policy, WIRE.md §7.11),
+    and the instruction it carries: `instruction`, or when none is set, the observation's own."""
+    if instruction is not None:
+        if isinstance(observation, Observation):
+            return dataclasses.replace(observation, instruction=instruction), instruction
+        if isinstance(observation, Mapping):
+            return {**observation, "instruction": instruction}, instruction
+        raise InvalidArgumentType(f"observe() must return an Observation, not {type(observation).__name__}")
+    own = observation.get("instruction") if isinstance(observation, Mapping) else getattr(observation, "instruction", None)
+    return observation, own if isinstance(own, str) else None
 
 
 def observation_wire(observation: Any) -> Dict[str, Any]:
@@ -60,9 +66,9 @@ class ObservationCheck:
         InvalidRequest) on problems."""
         if self.mode == "off" or row is None or not isinstance(observation, Observation):
             return observation
-        problems, rejected = observation_problems(row, observation)
-        if problems:
-            message = problems_message(row, problems, rejected)
+        verdict = checked(row, observation)
+        if verdict.problems:
+            message = verdict.message(row)
             if self.mode == "strict":
                 raise ObservationMismatch(message)
             warnings.warn(message, UserWarning, stacklevel=4)

@@ -36,8 +36,9 @@ from .._net._transport import (
 )
 from .._waiting import wait_on
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
+from ._retry import busy_wait_s, reconnect_backoff_s
 
-__all__ = ["Abandoned", "ActTrace", "WorkerConnection", "busy_wait_s", "reconnect_backoff_s"]
+__all__ = ["Abandoned", "ActTrace", "WorkerConnection"]
 
 MAX_RECONNECTS = 5
 EPISODE_END_TIMEOUT_S = 5.0  # the whole request: a worker that trickles its answer is cut off
@@ -45,18 +46,6 @@ EPISODE_END_TIMEOUT_S = 5.0  # the whole request: a worker that trickles its ans
 
 class Abandoned(SequencesError):
     """The caller no longer wants this request's answer (interrupt); never reaches user code."""
-
-
-def reconnect_backoff_s(attempt: int) -> float:
-    """0.1, 0.2, 0.4, 0.8, 1.6 s, capped at 2 s (§6.5)."""
-    return min(2.0, 0.1 * 2 ** (attempt - 1))
-
-
-def busy_wait_s(consecutive: int, retry_after_s: Optional[float], jitter: float) -> float:
-    """Jittered exponential wait after the n-th 429 in a row, capped at Retry-After (§6.6).
-    `jitter` is a uniform draw in [0.5, 1.0]."""
-    cap = retry_after_s if retry_after_s and retry_after_s > 0 else 1.0
-    return jitter * min(cap, 0.05 * 2 ** min(consecutive - 1, 10))
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""What a run reports: `RunOutcome` when it ends (WIRE.md §7.13), `RunProgress` while it runs."""
+"""What a run reports: `RunOutcome` when it ends (WIRE.md §7.13), `RunProgress` while it runs,
+and `RunTally`, what the control loop counts as it goes, that both are made from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
-__all__ = ["REASONS", "RunOutcome", "RunProgress"]
+__all__ = ["REASONS", "RunOutcome", "RunProgress", "RunTally"]
 
 REASONS = ("completed", "until", "timeout", "interrupted", "validate")  # plus "raised:<Class>"
 
@@ -68,3 +69,46 @@ class RunProgress:
     warming_waited_s: float = 0.0
     warming_eta_s: Optional[float] = None
     refill_latency_s: Optional[float] = None
+
+
+class RunTally:
+    """One run's counts, kept by the loop on its thread (the action count is the loop's own)."""
+
+    def __init__(self) -> None:
+        self.chunks = self.underruns = self.swaps = 0
+        self.underrun_s = self.observe_s = 0.0
+        self.max_lag: Optional[float] = None
+        self.max_jump: Optional[float] = None
+        self.action_space: Optional[str] = None  # of the last installed chunk
+        self.instruction: Optional[str] = None  # the one the run's last request carried
+
+    def underrun(self, wait_s: float) -> None:
+        self.underruns += 1
+        self.underrun_s += wait_s
+
+    def seam(self, jump: Optional[float]) -> None:
+        if jump is not None:
+            self.max_jump = jump if self.max_jump is None else max(self.max_jump, jump)
+
+    def lag(self, lag_s: float) -> None:
+        self.max_lag = lag_s if self.max_lag is None else max(self.max_lag, lag_s)
+
+    def outcome(self, reason: str, *, actions: int, elapsed_s: float, episode_resets: int,
+                frames_dropped: int) -> RunOutcome:
+        return RunOutcome(
+            actions=actions, chunks=self.chunks, elapsed_s=elapsed_s, reason=reason, underruns=self.underruns,
+            underrun_s=self.underrun_s, episode_resets=episode_resets, max_seam_jump=self.max_jump,
+            action_space=self.action_space, instruction_swaps=self.swaps, max_instruction_lag_s=self.max_lag,
+            observe_s=self.observe_s, recording_frames_dropped=frames_dropped,
+        )
+
+    def progress(self, *, running: bool, actions: int, buffered: int, elapsed_s: float, warm: Any,
+                 refill_latency_s: Optional[float]) -> RunProgress:
+        """`warm`: the run's WarmWait, if it has one (its state is read from this thread)."""
+        active = bool(warm and warm.active)
+        return RunProgress(
+            running=running, actions=actions, chunks=self.chunks, buffered=buffered, elapsed_s=elapsed_s,
+            underruns=self.underruns, underrun_s=self.underrun_s, instruction=self.instruction, warming=active,
+            warming_waited_s=warm.waited_s if warm and active else 0.0,
+            warming_eta_s=warm.eta_s if warm and active else None, refill_latency_s=refill_latency_s,
+        )

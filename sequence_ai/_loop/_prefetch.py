@@ -12,13 +12,9 @@ lookahead 1 a request only once the buffered motion falls to `lead`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Optional
 
-from ._refill import Refills
 from ._settings import RunSettings
-
-if TYPE_CHECKING:
-    from ._control_loop import ControlLoop
 
 __all__ = ["MAX_IN_FLIGHT", "PrefetchRule"]
 
@@ -27,53 +23,65 @@ MAX_IN_FLIGHT = 4
 
 
 class PrefetchRule:
-    def __init__(self, settings: RunSettings, refills: Refills):
+    """Decides, from the values the loop passes, how many requests to start now; the loop starts
+    them (observe() is called for each, on its thread)."""
+
+    def __init__(self, settings: RunSettings):
         self.s = settings
-        self.r = refills
-        # The action count before which a top-up cannot start a request: between installs the
-        # buffer only shrinks by one row per action and the lead does not change, so the ticks
-        # in between skip the arithmetic (0 after every install and arrival).
-        self._from = 0
+        # The action count before which no request can be due: between installs the buffer only
+        # shrinks by one row per action and the lead does not change, so the ticks in between
+        # skip the arithmetic (0 after every install and arrival; never, without prefetch).
+        self._from = 0 if settings.prefetch else math.inf
 
     def due(self, actions: int) -> bool:
         return actions >= self._from
 
     def installed(self) -> None:
-        self._from = 0
+        if self.s.prefetch:
+            self._from = 0
 
-    def top_up(self, loop: ControlLoop) -> None:
-        """Start the requests that are due now (observe() is called for each, on this thread)."""
+    def first_action_at(self, started_at: float, lead_s: Optional[float], buffered: int, hz: float) -> Optional[float]:
+        """Pipelined, before the first action: when the next chunk can be counted on (its request's
+        start, `started_at`, plus the lead, the margin every request is timed with) only after the
+        `buffered` rows would have played, the first action waits — at most until this time, the
+        chunk's arrival ending the wait — so the arm starts a moment later instead of stopping
+        after its first chunk (above the window, where this happens). None: no wait."""
+        if not self.s.pipelined or lead_s is None:
+            return None
+        return started_at + lead_s - buffered / hz
+
+    def start_now(self, *, actions: int, buffered: int, in_flight: int, per_chunk: int,
+                  lead_rows: Optional[float]) -> int:
+        """How many requests to start now, with `actions` executed, `buffered` rows in the buffer,
+        `in_flight` requests on their way (`per_chunk` rows each), and `lead_rows` the rows of
+        motion that must still be queued when a request starts (None: no estimate yet)."""
         s = self.s
-        if not s.prefetch:
-            return
-        hz = loop.hz()
-        lead = self.r.latency.lead_s(hz)
-        if lead is None:
-            return
-        per_chunk = max(1, self.r.steps_per_chunk)
-        buffer, in_flight = self.r.buffer, self.r.in_flight
-        lead_rows = lead * hz
+        if not s.prefetch or lead_rows is None:
+            return 0
+        per_chunk = max(1, per_chunk)
+        start = 0
         while True:
-            queued = len(buffer) + len(in_flight) * per_chunk
-            if loop.actions + queued >= s.max_actions or (len(buffer) == 0 and not in_flight):
-                return  # nothing more is needed / an empty buffer is a blocking fill's job
+            queued = buffered + in_flight * per_chunk
+            if actions + queued >= s.max_actions or (buffered == 0 and not in_flight):
+                return start  # nothing more is needed / an empty buffer is a blocking fill's job
             if s.pipelined:
-                if len(in_flight) >= MAX_IN_FLIGHT:
+                if in_flight >= MAX_IN_FLIGHT:
                     self._from = s.max_actions  # until an answer arrives
-                    return
+                    return start
                 if queued > lead_rows:
                     # the first tick at which queued <= lead_rows, one early to be safe
-                    self._from = loop.actions + max(0, math.ceil(queued - lead_rows) - 1)
-                    return
+                    self._from = actions + max(0, math.ceil(queued - lead_rows) - 1)
+                    return start
             else:
                 single = s.lookahead == 1
-                if len(buffer) / per_chunk + len(in_flight) >= s.lookahead:
+                if buffered / per_chunk + in_flight >= s.lookahead:
                     if single:
                         # a request in flight: not until it lands; a whole chunk buffered: not
                         # until one row of it has played (one tick early, to be safe)
-                        self._from = s.max_actions if in_flight else loop.actions + len(buffer) - per_chunk
-                    return
-                if single and len(buffer) > lead_rows:
-                    self._from = loop.actions + max(0, math.floor(len(buffer) - lead_rows) - 1)
-                    return
-            in_flight.append(loop.submit())
+                        self._from = s.max_actions if in_flight else actions + buffered - per_chunk
+                    return start
+                if single and buffered > lead_rows:
+                    self._from = actions + max(0, math.floor(buffered - lead_rows) - 1)
+                    return start
+            start += 1
+            in_flight += 1

@@ -1,35 +1,46 @@
 """The refill state of one Policy: what is buffered, what is on its way, and how long refills take.
 
 `Refills` is the one owner of the action buffer, the requests in flight, the refill-latency
-estimate, the instruction the last request carried, and the rate and window of the chunks being
-played. Its small interface is what the control loop (`_loop.py`) and the four levels of
-`Policy` use:
+estimate, and the rate and window of the chunks being played. The control loop (`_control_loop`)
+and the four levels of `Policy` use it only through this interface:
 
-    submit(observation, ...)  -> InFlight   check and encode here, send on a background thread
-    install(rows, chunk, append)             rows into the buffer (stitched by the caller)
-    record(flight, prediction, ...)          a served answer: latency sample, telemetry
-    drop()                                   forget every buffered row and request in flight
+    submit(observation, instruction=...) -> InFlight
+                                 check and encode here, send on a background thread; the request
+                                 carries the instruction in force and the joints the robot reported
+    wait(flight, deadline)       until it is answered (interrupt() raises Interrupted)
+    queue(flight)                a prefetch: installed after the requests already in flight
+    in_flight, head()            the requests queued, oldest first (a snapshot), and the oldest
+    take_head(), take_arrived()  the oldest, taken off the queue (take_arrived: only if it has
+                                 arrived, answered)
+    awaiting(flight)             a blocking fill's request, abandoned by drop() meanwhile
+    install(rows, chunk, append) rows into the buffer (stitched by the caller)
+    record(flight, prediction)   a served answer: latency sample, telemetry
+    drop(), end_episode(), close()
+    buffer, latency              the ActionBuffer and the RefillLatency (their own interfaces)
+    hz, steps_per_chunk, model, served, episode_resets   read only
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, List, Mapping, Optional
+from typing import Any, Callable, Deque, Iterator, List, Mapping, Optional, Tuple
 
 from .._act._chunk import ActionChunk, Prediction, check_against_model, model_rate, parse_prediction
-from .._act._request import ObservationCheck, act_body, new_rid
+from .._act._request import ObservationCheck, act_body, in_force, new_rid
 from .._errors import SequencesError, Unavailable
 from .._link._fetch import Fetch
 from .._link._telemetry import TelemetrySender, act_report
 from .._link._worker import Abandoned, ActTrace, WorkerConnection
+from .._vision._observation import joints_of
 from .._waiting import Waiter
 from .._wire import Model
 from ._buffer import ActionBuffer
 from ._latency import RefillLatency
 
-__all__ = ["InFlight", "Refills", "joints_of"]
+__all__ = ["InFlight", "Refills"]
 
 
 @dataclass
@@ -42,6 +53,8 @@ class InFlight:
     actions_at_submit: int = 0  # actions the run had executed when the observation was taken
     observed_at: float = 0.0  # monotonic time of the observation
     swap_since: Optional[float] = None  # a new instruction goes with this request (set at this time)
+    instruction: Optional[str] = None  # the instruction in force it carries
+    joints: Optional[List[float]] = None  # the joint positions the robot reported: q_ref of its rows
 
     def service_s(self) -> Optional[float]:
         """Refill latency without one-off costs (admission, reconnect backoff): what the
@@ -50,20 +63,6 @@ class InFlight:
         if finished is None:
             return None
         return max(0.0, finished - self.fetch.started_at - self.trace.overhead_s)
-
-
-def joints_of(observation: Any) -> Optional[List[float]]:
-    """The joint positions an observation carries (the q_ref of displacement rows), if any."""
-    proprio = getattr(observation, "proprioception", None)
-    if proprio is None and isinstance(observation, Mapping):
-        proprio = observation.get("proprioception")
-    joints = getattr(proprio, "joint_positions", None)
-    if joints is None and isinstance(proprio, Mapping):
-        joints = proprio.get("joint_positions")
-    try:
-        return [float(v) for v in joints] if joints is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 class Refills:
@@ -79,26 +78,31 @@ class Refills:
         self._waiter = waiter
         self._seed = seed
         self.buffer = ActionBuffer()
-        self.in_flight: Deque[InFlight] = deque()
-        self.blocking: Optional[InFlight] = None  # a blocking fill's request, abandoned on interrupt
+        self._in_flight: Deque[InFlight] = deque()
+        self._blocking: Optional[InFlight] = None  # a blocking fill's request, abandoned on interrupt
         self.latency = RefillLatency()
-        self.instruction_in_force: Optional[str] = None
         self.steps_per_chunk = 0  # rows per installed chunk (its window)
         self.hz: Optional[float] = None  # the model's rate (_chunk.model_rate), known once a chunk is installed
         self.served = False
         self.closed = False
 
-    def submit(self, observation: Any, *, timeout_s: Optional[float] = None, episode_id: Optional[str] = None,
-               options: Optional[Mapping[str, Any]] = None, actions_done: int = 0,
-               swap_since: Optional[float] = None) -> InFlight:
-        """Check and encode on this thread, then send on a background one."""
+    @property
+    def episode_resets(self) -> int:
+        """Worker changes that reset the episode, over this Policy's life."""
+        return self.worker.episode_resets
+
+    def submit(self, observation: Any, *, instruction: Optional[str] = None, timeout_s: Optional[float] = None,
+               episode_id: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
+               actions_done: int = 0, swap_since: Optional[float] = None) -> InFlight:
+        """Check and encode on this thread, then send on a background one. `instruction` (the one
+        set on the Policy) replaces the observation's; None sends the observation's own."""
         if self.closed:
             raise SequencesError("this Policy is closed")
+        joints = joints_of(observation)
         row = self._row() if self._check.mode != "off" else None
         observation = self._check.apply(row, observation)
+        observation, instruction = in_force(observation, instruction)
         body, encoded = act_body(self.model, observation, seed=self._seed, options=options or {})
-        instruction = body["observation"].get("instruction")
-        self.instruction_in_force = instruction if isinstance(instruction, str) else None
         trace = ActTrace(rid=new_rid())
 
         def call(cancelled: Callable[[], bool]) -> Prediction:
@@ -117,12 +121,41 @@ class Refills:
                 raise
 
         return InFlight(Fetch(call, on_done=self._waiter.notify), trace, observation, actions_done,
-                        time.monotonic(), swap_since)
+                        time.monotonic(), swap_since, instruction, joints)
 
     def wait(self, flight: InFlight, deadline: Optional[float] = None) -> bool:
         """Block until `flight` is answered (True) or `deadline` passes (False); Interrupted on
         interrupt(). Woken by the fetch itself, never polled."""
         return self._waiter.until(flight.fetch.done, deadline)
+
+    # -- the requests in flight (oldest first) ---------------------------------------------
+
+    def queue(self, flight: InFlight) -> None:
+        self._in_flight.append(flight)
+
+    @property
+    def in_flight(self) -> Tuple[InFlight, ...]:
+        return tuple(self._in_flight)
+
+    def head(self) -> Optional[InFlight]:
+        return self._in_flight[0] if self._in_flight else None
+
+    def take_head(self) -> InFlight:
+        return self._in_flight.popleft()
+
+    def take_arrived(self) -> Optional[InFlight]:
+        """The oldest request, off the queue, if it was answered; a failed one stays at the head."""
+        queued = self._in_flight
+        return queued.popleft() if queued and queued[0].fetch.succeeded() else None
+
+    @contextmanager
+    def awaiting(self, flight: InFlight) -> Iterator[InFlight]:
+        """A blocking fill waits for `flight`: drop() abandons it meanwhile."""
+        self._blocking = flight
+        try:
+            yield flight
+        finally:
+            self._blocking = None
 
     def install(self, rows: List[Any], *, chunk: ActionChunk, append: bool) -> None:
         self.buffer.install(rows, append=append)
@@ -146,13 +179,18 @@ class Refills:
     def drop(self) -> None:
         """Forget every buffered row and every request in flight (interrupt, a failed run)."""
         self.buffer.clear()
-        for flight in self.in_flight:
+        for flight in self._in_flight:
             flight.fetch.abandon()
-        self.in_flight.clear()
-        blocking = self.blocking
+        self._in_flight.clear()
+        blocking = self._blocking
         if blocking is not None:
             blocking.fetch.abandon()
 
     def end_episode(self, episode_id: str) -> None:
         if self.worker.connected:
             self.worker.end_episode(episode_id)
+
+    def close(self) -> None:
+        """No request goes out from now on; the buffer and every request in flight are dropped."""
+        self.closed = True
+        self.drop()

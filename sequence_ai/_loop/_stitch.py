@@ -47,7 +47,7 @@ Row = List[float]
 class Action(list):
     """One row to play: the floats act() receives, plus where they came from."""
 
-    __slots__ = ("chunk", "observed_at", "q_ref", "rid", "row", "swap_since")
+    __slots__ = ("chunk", "instruction", "observed_at", "q_ref", "rid", "row", "swap_since")
 
     def __init__(self, values: Sequence[float], row: int, q_ref: Optional[Row] = None):
         super().__init__(values)
@@ -57,6 +57,7 @@ class Action(list):
         self.chunk = 0  # the chunk's number in its run
         self.observed_at: Optional[float] = None  # monotonic time of the chunk's observation
         self.swap_since: Optional[float] = None  # a new instruction went with this chunk's request
+        self.instruction: Optional[str] = None  # the instruction in force its request carried
 
     def target(self, joints: int) -> Optional[Row]:
         """The joint target this row commands on a position controller, if one can be told."""

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .._catalogue._models import resolve_model
-from .._errors import InvalidArgumentType, InvalidRequest, SequencesError, Unavailable
+from .._errors import InvalidArgumentType, InvalidRequest, SequencesError
 from .._net._http import gateway_call, require_api_key, resolve_base_url
 from .._vision._encode import ImageExtraMissing, encode
+from .._warming import WarmWait, pause_within
 from .._wire import Model
 from ._calls import envelope
 
@@ -28,7 +29,7 @@ PERCEIVE_STARTUP_TIMEOUT_S = 420.0
 DEFAULT_WARMING_ETA_S = 20.0
 _TASK_OF_ARCHITECTURE = {"det": "detect", "emb": "embed", "depth": "depth"}
 
-_sleep = time.sleep  # tests shorten waits by replacing this, never by faking answers
+_sleep = time.sleep  # no handle to interrupt: Ctrl-C ends it. Tests shorten waits by replacing it
 
 
 @dataclass(frozen=True)
@@ -109,25 +110,16 @@ def _perceive(
     encoded = _frames(images, row, required=task != "embed")
     if encoded or task != "embed":
         body["images"] = encoded
-    started = time.monotonic()
-    while True:
-        try:
-            answer = gateway_call(
-                "POST", base, "/v1/perceive", api_key=key, json_body=body, timeout_s=PERCEIVE_ATTEMPT_TIMEOUT_S
-            )
-        except Unavailable as exc:
-            waited = time.monotonic() - started
-            left = startup_timeout_s - waited
-            if not exc.warming or left <= 0:
-                raise
-            eta = float(exc.retry_after_s or DEFAULT_WARMING_ETA_S)
-            if on_warming is not None:
-                on_warming(waited, eta)
-            _sleep(max(1.0, min(eta, left)))
-            continue
-        if not isinstance(answer, dict):
-            raise SequencesError("malformed /v1/perceive answer: not a JSON object")
-        return answer
+    def attempt(read_timeout_s: float) -> Dict[str, Any]:
+        return gateway_call("POST", base, "/v1/perceive", api_key=key, json_body=body,
+                            timeout_s=PERCEIVE_ATTEMPT_TIMEOUT_S)
+
+    warm = WarmWait(startup_timeout_s, lambda seconds: _sleep(seconds), on_warming,
+                    pause=pause_within(DEFAULT_WARMING_ETA_S))
+    answer = warm.run(attempt)[0]
+    if not isinstance(answer, dict):
+        raise SequencesError("malformed /v1/perceive answer: not a JSON object")
+    return answer
 
 
 def _envelope(task: str, answer: Dict[str, Any]) -> Dict[str, Any]:

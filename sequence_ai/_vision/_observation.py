@@ -1,19 +1,22 @@
-"""Building an observation the model will read as meant (WIRE.md §8.1), and the send-time
-checks the control loop runs on observations assembled by hand (§7.2, §7.3).
+"""Building an observation the model will read as meant (WIRE.md §8.1), and checking one
+against the model's catalogue row (§7.2, §7.3).
 
 Each mistake caught here fails silently on the server: an undeclared camera is uploaded and
-ignored, a short state is zero-padded, a missing gripper commands the hand open.
+ignored, a short state is zero-padded, a missing gripper commands the hand open. An observation
+is checked once against a row: `observation()` checks what it builds, the send-time check
+(`validate=`) checks one assembled by hand, and either keeps its `Verdict` on the observation.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .._errors import InvalidArgumentType, ObservationMismatch
 from .._wire import ImageFrame, Model, Observation, Proprioception
 
-__all__ = ["observation", "observation_problems", "problems_message", "trim_frames"]
+__all__ = ["Verdict", "checked", "joints_of", "observation", "observation_problems", "problems_message", "trim_frames"]
 
 REJECTED_SUFFIX = "at least one will be rejected"
 QUIETLY_WRONG_SUFFIX = "accepted but quietly wrong"
@@ -87,6 +90,56 @@ def observation_problems(model: Model, observation: Observation) -> Tuple[List[s
     proprio = observation.proprioception
     problems += _state_problems(model, proprio.joint_positions if proprio else None, proprio.gripper if proprio else None)
     return problems, bool(missing)
+
+
+Basis = Tuple[Tuple[str, ...], Optional[int], int]  # the views, joint count (None: none) and gripper width checked
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One observation checked against one catalogue row, and what it was checked from."""
+
+    row: Model
+    basis: Basis
+    problems: Tuple[str, ...]
+    rejected: bool  # a declared view is missing: the worker answers 400
+
+    def message(self, model: Model) -> str:
+        return problems_message(model, list(self.problems), self.rejected)
+
+
+def _basis(observation: Observation) -> Basis:
+    proprio = observation.proprioception
+    joints = proprio.joint_positions if proprio else None
+    gripper = proprio.gripper if proprio else None
+    return (tuple(frame.view for frame in observation.images), None if joints is None else len(joints),
+            len(gripper or []))
+
+
+def checked(model: Model, observation: Observation) -> Verdict:
+    """The verdict on `observation` for `model`: the one it carries, if it was checked against this
+    row as it is now (same views, same state widths); else it is checked now, and keeps it."""
+    basis = _basis(observation)
+    verdict = observation._verdict
+    if isinstance(verdict, Verdict) and verdict.basis == basis and (verdict.row is model or verdict.row == model):
+        return verdict
+    problems, rejected = observation_problems(model, observation)
+    verdict = observation._verdict = Verdict(model, basis, tuple(problems), rejected)
+    return verdict
+
+
+def joints_of(observation: Any) -> Optional[List[float]]:
+    """The joint positions an observation carries (what the robot reported), if any."""
+    proprio = getattr(observation, "proprioception", None)
+    if proprio is None and isinstance(observation, Mapping):
+        proprio = observation.get("proprioception")
+    joints = getattr(proprio, "joint_positions", None)
+    if joints is None and isinstance(proprio, Mapping):
+        joints = proprio.get("joint_positions")
+    try:
+        return [float(v) for v in joints] if joints is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def problems_message(model: Model, problems: List[str], rejected: bool) -> str:
@@ -196,7 +249,7 @@ def observation(
         for view, frame in images.items()
         if view not in unknown
     ]
-    return Observation(
+    built = Observation(
         images=frames,
         proprioception=Proprioception(
             joint_positions=joint_list if joint_list is not None else [],
@@ -206,3 +259,5 @@ def observation(
         ),
         instruction=instruction,
     )
+    built._verdict = Verdict(row, _basis(built), tuple(problems), bool(missing))  # sent unchecked again
+    return built

@@ -1,9 +1,10 @@
 """`run(..., record=...)`: the control loop's moments, turned into Recorder events.
 
-The loop calls these on its own thread at the moments that matter — a request sent, an answer
-installed or failed, an action played, a hold, the end — and `instruction()` comes from whichever
-thread calls set_instruction(). Each costs the loop a Recorder event (a deque append); what the
-loop objects hold is read here, never changed.
+A run observer (`sequence_ai._loop._observers`): the loop calls these on its own thread at the
+moments that matter — a request sent, an answer installed or failed, an action played, a stall,
+a hold, the end — and `instruction()` comes from whichever thread calls set_instruction(). Each
+costs the loop a Recorder event (a deque append); what the loop objects hold is read here, never
+changed.
 
 `record` is a path (this run opens the file, writes the outcome and closes it when the run ends)
 or a `Recorder` the caller keeps: the run writes everything up to its end, and the outcome and
@@ -25,6 +26,7 @@ import time
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from .._console import warn_user
+from .._loop._observers import RunObserver
 from .messages import field_of
 from .recorder import Recorder
 
@@ -51,7 +53,7 @@ def _never_raises(hook: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
-class RunRecording:
+class RunRecording(RunObserver):
     def __init__(self, recorder: Recorder, *, owned: bool):
         self.recorder = recorder
         self.owned = owned
@@ -83,12 +85,13 @@ class RunRecording:
             self.recorder.instruction(instruction)
 
     @_never_raises
-    def sent(self, flight: Any, instruction: Optional[str]) -> None:
-        """A request went out: `flight` is the loop's InFlight (rid, observation as sent, times)."""
+    def sent(self, flight: Any) -> None:
+        """A request went out: `flight` is the loop's InFlight (rid, observation and instruction as
+        sent, times)."""
         rid, observation = flight.trace.rid, flight.observation
         sent_at = flight.fetch.started_at
         self.recorder.observation(rid, observation, t=flight.observed_at)
-        self.recorder.request(rid, instruction, actions_at_submit=flight.actions_at_submit, t=sent_at,
+        self.recorder.request(rid, flight.instruction, actions_at_submit=flight.actions_at_submit, t=sent_at,
                               views=_views(observation))
 
     @_never_raises
@@ -115,6 +118,10 @@ class RunRecording:
     def played(self, action: Any) -> None:
         """`action` went to act(); a stitched Action knows its request and row."""
         self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0))
+
+    @_never_raises
+    def stalled(self) -> None:
+        self.recorder.hold("underrun")  # no command goes out until the chunk arrives
 
     @_never_raises
     def held(self, reason: str) -> None:

@@ -133,6 +133,21 @@ def test_set_instruction_takes_effect_on_the_next_request_without_stopping(platf
     assert "1 instruction swaps" in str(out)
 
 
+def test_each_action_carries_the_instruction_its_request_carried(platform):
+    # The instruction in force goes on each request, replacing the observation's own, and on each
+    # action its chunk produced: run(instruction=) first, then the one set_instruction() latched.
+    robot = Robot(instruction="the robot's own")
+    played = []
+    with policy_for(platform) as policy:
+        timer = threading.Timer(0.3, policy.set_instruction, args=("second",))
+        timer.start()
+        out = policy.run(**run_kwargs(robot, act=played.append), max_actions=40, instruction="first")
+    sent = {r["rid"]: r["instruction"] for r in platform.requests()}
+    assert out.reason == "completed" and set(sent.values()) == {"first", "second"}, sent
+    assert [action.instruction for action in played] == [sent[action.rid] for action in played]
+    assert played[0].instruction == "first" and played[-1].instruction == "second"
+
+
 def test_set_instruction_with_the_same_string_is_ignored_and_rejects_non_strings(platform):
     with policy_for(platform) as policy:
         policy.set_instruction("a")
@@ -303,6 +318,16 @@ def test_wait_until_ready_times_out_with_a_warming_unavailable(platform):
     with policy_for(platform) as policy, pytest.raises(sequence_ai.Unavailable) as info:
         policy.wait_until_ready(timeout_s=0.6, poll_s=0.2)
     assert info.value.warming and info.value.status == 503
+
+
+def test_wait_until_ready_polls_not_ready_answers_and_passes_a_refused_question_on(platform):
+    # Only an answer saying "not ready" is waited out; a warming 503 to the readiness question
+    # itself ends the wait as it came (the gateway's error, not "still loading after 10s").
+    platform.fault("warming", seconds=30, eta_s=30, ready_status=503)
+    with policy_for(platform) as policy, pytest.raises(sequence_ai.Unavailable) as info:
+        policy.wait_until_ready(timeout_s=10, poll_s=0.2)
+    assert info.value.warming and "after 10s" not in info.value.message, info.value
+    assert sum(platform.stats()["gateway"]["GET /v1/act/ready"].values()) == 1  # asked once, not polled
 
 
 def test_policy_is_exported_and_is_a_context_manager(platform):

@@ -15,7 +15,8 @@ import pytest
 import sequence_ai._link._worker as worker_module
 from sequence_ai import AuthError, CertPinError, InvalidRequest, SequencesError
 from sequence_ai._link._admission import check_expect, parse_grant, renew_after_s
-from sequence_ai._link._worker import WorkerConnection, busy_wait_s, reconnect_backoff_s
+from sequence_ai._link._retry import busy_wait_s, reconnect_backoff_s
+from sequence_ai._link._worker import WorkerConnection
 from sequence_ai._net._transport import Answer, Headers, TransportClosed, compact_json
 
 CHUNK = {"action_chunk": {"steps": [[0.0]], "robot": "r", "action_space": "joint_delta", "action_dim": 1,

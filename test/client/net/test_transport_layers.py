@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[3] / "sequence_ai"
 # Bottom first: each module may import only modules listed before it (or outside this list).
 LAYERS = ["_errors", "_net._redact", "_net._status_errors", "_net._transport", "_net._limits", "_net._tls",
           "_net._http11_answer", "_net._http11", "_net._httpx_gateway", "_net._http", "_link._admission",
-          "_act._chunk", "_link._worker", "_link._telemetry"]
+          "_link._worker", "_link._telemetry", "_act._chunk"]
 
 
 def _imports(module: str):

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from sequence_ai import ImageFrame, Model, Observation, Proprioception
+import warnings
+
+import pytest
+
+from sequence_ai import ImageFrame, Model, Observation, ObservationMismatch, Proprioception, observation
+from sequence_ai._act._request import ObservationCheck
 from sequence_ai._vision._observation import observation_problems, problems_message, trim_frames
 
 PI05 = Model.from_wire(
@@ -64,3 +69,30 @@ def test_trim_without_context_frames_is_untouched():
     obs = _obs(["a", "a"])
     assert trim_frames(model, obs) == (obs, False)
     assert trim_frames(PI05, _obs(["exterior_1", "wrist_left"]))[1] is False
+
+
+def test_the_send_time_check_applies_its_mode_to_the_verdict_observation_built_and_sees_later_changes():
+    # An observation is checked once against a row: observation() keeps its verdict, and the
+    # send-time check (validate=) reads it, unless the observation or the row is not the one checked.
+    frame = "aGVsbG8="  # already base64: observation() passes a str through
+    with warnings.catch_warnings(record=True) as built_with:
+        warnings.simplefilter("always")
+        short = observation(PI05, images={"exterior_1": frame, "wrist_left": frame}, joints=[0.0] * 7,
+                            instruction="pick", strict=False)  # no gripper: quietly wrong, one warning
+    assert len(built_with) == 1
+    with pytest.raises(ObservationMismatch, match="gripper"):
+        ObservationCheck("strict").apply(PI05, short)
+    with warnings.catch_warnings(record=True) as sent_with:
+        warnings.simplefilter("always")
+        assert ObservationCheck("warn").apply(PI05, short) is short
+        assert ObservationCheck("off").apply(PI05, short) is short
+    assert [str(w.message) for w in sent_with] == [str(built_with[0].message)]
+
+    good = observation(PI05, images={"exterior_1": frame, "wrist_left": frame}, joints=[0.0] * 7, gripper=[0.0],
+                       instruction="pick")
+    assert ObservationCheck("strict").apply(PI05, good) is good
+    good.images.pop()  # changed after it was built: the verdict no longer describes it
+    with pytest.raises(ObservationMismatch, match="wrist_left"):
+        ObservationCheck("strict").apply(PI05, good)
+    other_row = Model.from_wire({**PI05.raw, "camera_views": ["exterior_1"]})
+    assert ObservationCheck("strict").apply(other_row, good) is good  # checked anew against another row
