@@ -8,9 +8,10 @@ instructions and opens otherwise, ramping at a finite rate. Nothing here looks a
 
 `sweeping` is the stand-in whose goal moves: the instruction's goal swept back and forth by a slow
 sine of the wall clock (`sweep_goal`), which a benchmark on the same host can follow to measure how
-closely an arm tracks it. Its rows head for where the goal will be at each row's moment, as a
-policy that sees a target move would. Choose it like any policy:
-`sequence-ai serve --policy sequence_ai.platform.policies:sweeping`.
+closely an arm tracks it. Like a policy that sees a target in one frame, it knows where the goal is
+when the request comes, not where it is going, and heads there stiffly (SWEEP_GAIN_PER_S), so how
+far the arm trails the goal is set by how old the observation behind each row is. Choose it like
+any policy: `sequence-ai serve --policy sequence_ai.platform.policies:sweeping`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import hashlib
 import math
 import struct
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from .observation import PolicyInput
 
@@ -31,6 +32,9 @@ APPROACH_GAIN_PER_S = 1.5
 GRIPPER_RATE_PER_S = 2.0
 SWEEP_PERIOD_S = 12.0  # the sweeping goal: every joint ±SWEEP_AMPLITUDE_RAD around the instruction's goal,
 SWEEP_AMPLITUDE_RAD = 0.3  # at most 0.16 rad/s: well inside the stand-in's speed limit
+# The sweeping stand-in's approach: stiff, so the arm trails the goal by the observation's age more
+# than by its own lag (1/gain); still stable and smooth at 15 Hz (gain/hz = 0.4).
+SWEEP_GAIN_PER_S = 6.0
 _CLOSING_WORDS = ("pick", "grasp", "grab", "close", "hold", "lift")
 
 
@@ -64,21 +68,17 @@ def sweep_goal(instruction: str, t: float, seed: int | None = None) -> List[floa
 
 
 def trajectory(start: Sequence[float], grip: float, inp: PolicyInput, horizon: int, hz: float,
-               goal_at: Optional[Callable[[int], List[float]]] = None) -> List[List[float]]:
-    """`horizon` future joint positions + gripper, one control period apart. `goal_at(i)`: the goal
-    i periods after the observation (default: the instruction's, fixed); each step follows the
-    goal's own motion and closes part of the distance to it."""
+               goal: Optional[Sequence[float]] = None, gain: float = APPROACH_GAIN_PER_S) -> List[List[float]]:
+    """`horizon` future joint positions + gripper, one control period apart, toward `goal`
+    (default: the instruction's)."""
     dt = 1.0 / hz
-    fixed = instruction_goal(inp.instruction, inp.seed)
-    goal_of = goal_at or (lambda i: fixed)
+    goal = instruction_goal(inp.instruction, inp.seed) if goal is None else goal
     g_goal = gripper_goal(inp.instruction)
     q = [min(max(v, lo), hi) for v, lo, hi in zip(start, Q_MIN, Q_MAX)]
     rows: List[List[float]] = []
-    step_max = MAX_SPEED_RAD_S * dt
-    for i in range(horizon):
-        goal, ahead = goal_of(i), goal_of(i + 1)
-        q = [qi + max(-step_max, min(step_max, (a - g) + APPROACH_GAIN_PER_S * (g - qi) * dt))
-             for qi, g, a in zip(q, goal, ahead)]
+    for _ in range(horizon):
+        step_max = MAX_SPEED_RAD_S * dt
+        q = [qi + max(-step_max, min(step_max, gain * (gi - qi) * dt)) for qi, gi in zip(q, goal)]
         grip += max(-GRIPPER_RATE_PER_S * dt, min(GRIPPER_RATE_PER_S * dt, g_goal - grip))
         rows.append([*q, min(1.0, max(0.0, grip))])
     return rows
@@ -90,35 +90,38 @@ def _start(inp: PolicyInput) -> tuple:
     return joints, min(1.0, max(0.0, grip))
 
 
-def joint_delta(inp: PolicyInput, goal_at: Optional[Callable[[int], List[float]]] = None) -> List[List[float]]:
+def joint_delta(inp: PolicyInput, *, goal: Optional[Sequence[float]] = None,
+                gain: float = APPROACH_GAIN_PER_S) -> List[List[float]]:
     """Rows are cumulative displacements from the observed joints (row i = q_i − q_obs), gripper
     absolute; clipped to the row's declared [-1, 1]."""
     joints, grip = _start(inp)
     row = inp.model
-    rows = trajectory(joints, grip, inp, int(row["action_horizon"]), float(row["control_hz"]), goal_at)
+    rows = trajectory(joints, grip, inp, int(row["action_horizon"]), float(row["control_hz"]), goal, gain)
     return [[max(-1.0, min(1.0, q - q0)) for q, q0 in zip(r[:7], joints)] + [r[7]] for r in rows]
 
 
-def joint_absolute(inp: PolicyInput, goal_at: Optional[Callable[[int], List[float]]] = None) -> List[List[float]]:
+def joint_absolute(inp: PolicyInput, *, goal: Optional[Sequence[float]] = None,
+                   gain: float = APPROACH_GAIN_PER_S) -> List[List[float]]:
     """Rows are absolute joint targets plus the gripper."""
     joints, grip = _start(inp)
     row = inp.model
-    return trajectory(joints, grip, inp, int(row["action_horizon"]), float(row["control_hz"]), goal_at)
+    return trajectory(joints, grip, inp, int(row["action_horizon"]), float(row["control_hz"]), goal, gain)
 
 
-def stand_in(inp: PolicyInput, goal_at: Optional[Callable[[int], List[float]]] = None) -> List[List[float]]:
-    """The stand-in for whatever action space the row declares."""
+def stand_in(inp: PolicyInput, *, goal: Optional[Sequence[float]] = None,
+             gain: float = APPROACH_GAIN_PER_S) -> List[List[float]]:
+    """The stand-in for whatever action space the row declares (toward `goal`, default the
+    instruction's)."""
     space = inp.model.get("action_space")
     if space == "joint_delta":
-        return joint_delta(inp, goal_at)
+        return joint_delta(inp, goal=goal, gain=gain)
     if space == "joint_absolute":
-        return joint_absolute(inp, goal_at)
+        return joint_absolute(inp, goal=goal, gain=gain)
     raise ValueError(f"no stand-in policy for action space {space!r}")
 
 
 def sweeping(inp: PolicyInput, observed_at: Optional[float] = None) -> List[List[float]]:
-    """The stand-in toward the sweeping goal (`sweep_goal`), as seen at `observed_at` (wall clock;
-    default now, when the request arrives): row i heads for where the goal is at its moment."""
+    """The stand-in toward the sweeping goal (`sweep_goal`) where it is at `observed_at` (wall clock;
+    default now, when the request arrives)."""
     at = time.time() if observed_at is None else observed_at
-    hz = float(inp.model["control_hz"])
-    return stand_in(inp, lambda i: sweep_goal(inp.instruction, at + i / hz, inp.seed))
+    return stand_in(inp, goal=sweep_goal(inp.instruction, at, inp.seed), gain=SWEEP_GAIN_PER_S)
