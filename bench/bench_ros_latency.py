@@ -15,9 +15,11 @@ the node as it was before pipelining (`lookahead: 1`, `stitch: align`: the stop-
 Figures, as in bench_latency: held share (the outcome's underrun_s / elapsed_s), requests per second
 of motion (chunks ÷ actions/15), largest step between consecutive commanded targets ÷ the median
 step while moving, time from the goal to every joint settled within 0.02 rad of the goal, largest
-overshoot past the goal; and from the goal's recording (`record_dir`, docs/RECORDING.md) the age
-of the observation behind each command and its lateness: the command's time − (its request's
-observation + its row/hz).
+overshoot past the goal; and the age of the observation behind each command and its lateness (the
+command's time − (its request's observation + its row/hz)): p50 / max from the outcome once the
+node's RunOutcome carries them (`age_p50_s`, `lateness_p50_s`, #23 phase B), until then p50 / p99
+from the goal's recording (`record_dir`, docs/RECORDING.md), which adds the recorder's work to the
+node's (on this 2-core machine: settle and overshoot a little worse than unrecorded).
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ def node_settings() -> set:
     return {name for name in (bench_latency.TAKE_OVER, bench_latency.BUDGET) if f"\n    {name}:" in text}
 
 
+def outcome_has_freshness() -> bool:
+    """Whether the node's RunOutcome message reports age and lateness (#23 phase B)."""
+    from sequence_ai_ros.msg import RunOutcome
+
+    return hasattr(RunOutcome(), "lateness_p50_s")
+
+
 def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: int,
          log: Callable[..., None] = print) -> Dict[str, object]:
     """One goal on a fresh platform, node and arm: the figures, or {"error": why}."""
@@ -66,12 +75,13 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
 
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
     tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
+    recording = {} if outcome_has_freshness() else {"record_dir": os.path.join(tmp, "recordings")}
     namespace = f"/latency_arm_{os.getpid()}_{seed}"
     with common.bench_platform(latency_s, bench_latency.JITTER, seed=seed) as platform:
         sim = NodeProcess("sim_robot", namespace=namespace, parameters=SIM, env=platform.env(),
                           log_path=os.path.join(tmp, "sim_robot.log"))
         node_process = NodeProcess("policy_node", namespace=namespace, params_files=[config_path("policy.yaml")],
-                                   parameters={**NODE, "record_dir": os.path.join(tmp, "recordings"), **overrides},
+                                   parameters={**NODE, **recording, **overrides},
                                    env=platform.env(),
                                    log_path=os.path.join(tmp, "policy_node.log"))
         context = rclpy.Context()
@@ -125,22 +135,27 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     if outcome.actions == 0:
         return {"error": f"the goal ended {outcome.reason} before any action: {outcome.message}"[:300]}
     moved = [(t - started, target) for t, target in commands if t >= started][: int(outcome.actions)]
-    result = figures(moved, outcome)
-    log(f"  ros latency {latency_s:g}s {overrides or 'defaults'}: {summary(result)}")
-    return result
+    return figures(moved, outcome)
 
 
 def figures(moved: List[tuple], outcome) -> Dict[str, object]:
     from sequence_ai.platform.policies import instruction_goal
 
     goal = instruction_goal(bench_latency.INSTRUCTION)
-    ages, late = ([], []) if not outcome.recording else ages_and_lateness(outcome.recording)
-    return bench_latency.figures({"actions": int(outcome.actions), "chunks": int(outcome.chunks),
-                                  "underruns": int(outcome.underruns), "underrun_s": float(outcome.underrun_s),
-                                  "elapsed_s": float(outcome.elapsed_s), "reason": outcome.reason,
-                                  "log": [(t, None, target, None, None, None) for t, target in moved]}, goal) | {
-        "age_p50_s": common.percentile(ages, 50), "age_p99_s": common.percentile(ages, 99),
-        "lateness_p50_s": common.percentile(late, 50), "lateness_p99_s": common.percentile(late, 99)}
+    run = bench_latency.figures({"actions": int(outcome.actions), "chunks": int(outcome.chunks),
+                                 "underruns": int(outcome.underruns), "underrun_s": float(outcome.underrun_s),
+                                 "elapsed_s": float(outcome.elapsed_s), "reason": outcome.reason,
+                                 "log": [(t, None, target, None, None, None) for t, target in moved]}, goal)
+    if hasattr(outcome, "lateness_p50_s"):  # the node reports them (#23 phase B)
+        for name in ("age", "lateness"):
+            run.pop(f"{name}_p99_s")
+            run.update({f"{name}_p50_s": getattr(outcome, f"{name}_p50_s"),
+                        f"{name}_max_s": getattr(outcome, f"{name}_max_s")})
+    elif outcome.recording:
+        ages, late = ages_and_lateness(outcome.recording)
+        run.update({"age_p50_s": common.percentile(ages, 50), "age_p99_s": common.percentile(ages, 99),
+                    "lateness_p50_s": common.percentile(late, 50), "lateness_p99_s": common.percentile(late, 99)})
+    return run
 
 
 def ages_and_lateness(path: str) -> Tuple[List[float], List[float]]:
@@ -196,11 +211,15 @@ def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.6, 0.7,
     appending = bench_latency.TAKE_OVER in node_settings()
     out = []
     for index, latency in enumerate(latencies):
-        entry: Dict[str, object] = {"latency_s": latency, "node": case(latency, seconds, {}, 200 + index, log)}
+        entry: Dict[str, object] = {"latency_s": latency}
+        planned = [("node", {}, 200)]
         if appending and latency > bench_latency.WINDOW_S:
-            entry["node append"] = case(latency, seconds, APPENDING, 400 + index, log)
+            planned.append(("node append", APPENDING, 400))
         if before and abs(latency - 0.7) < 1e-9:
-            entry["node before"] = case(latency, seconds, BEFORE, 300 + index, log)
+            planned.append(("node before", BEFORE, 300))
+        for name, overrides, seed in planned:
+            entry[name] = result = case(latency, seconds, overrides, seed + index)
+            log(f"  ros latency {latency:g}s {name}: {summary(result)}")
         out.append(entry)
     return out
 
