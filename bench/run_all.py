@@ -436,9 +436,11 @@ def how_measured(sizes: dict) -> List[str]:
         "overshoot = the largest distance past the goal along a joint's approach. Goals from #23's physics "
         "(`sequence_ai/_loop/_budget.py`): age p50 ≤ L + W/2 + 1/hz, lateness p50 ≤ max(0, L − (H − W)/hz) + 1/hz.",
         "",
-        f"**Moving goal** (the same bench, 0.7 s): a platform whose stand-in heads for a goal that sweeps every "
+        "**Moving goal** (the same bench, 0.7 s): a platform whose stand-in heads for a goal that sweeps every "
         "joint ±0.3 rad around the instruction's with a 12 s period (`sequence_ai.platform.policies.sweeping`, "
-        "`sweep_goal` of the wall clock, which the bench shares with the worker); the same clients but the "
+        "`sweep_goal` of the wall clock, which the bench shares with the worker), where the goal is when each "
+        "request arrives (as a policy seeing it in one frame), so the arm trails it by about the age of what it "
+        "plays; the same clients but the "
         "stop-and-go one; RMS over joints and actions of the commanded target − the goal at the moment it was "
         f"commanded, from {bench_latency.SWEEP_FROM_S:g} s (the arm has reached the sweep from home) to the end.",
         "",
