@@ -9,7 +9,7 @@ setting; until then ours *is* the appending rule, and the rows that compare the 
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import bench_latency
 import common
@@ -148,13 +148,12 @@ def closed_loop_rows(at: str, ours: dict, base_settle: float, before: Optional[d
 def moving_goal_rows(sweep: Dict[str, dict]) -> List[Row]:
     from sequence_ai.platform.policies import SWEEP_AMPLITUDE_RAD, SWEEP_PERIOD_S
 
-    ours = sweep.get("ours")
-    if ours is None:
-        return []
+    since = (sweep.get("ours") or {}).get("rms_from_s", 0)
     metric = (f"moving goal: RMS distance from a goal sweeping ±{SWEEP_AMPLITUDE_RAD:g} rad over {SWEEP_PERIOD_S:g} s, "
-              f"latency {bench_latency.REAL:g} s ±20 %, closed loop (run(), from {ours.get('rms_from_s', 0):g} s on)")
-    if "error" in ours:
-        return [Row(metric, f"error: {ours['error']}", verdict="FAIL")]
+              f"latency {bench_latency.REAL:g} s ±20 %, closed loop (run(), from {since:g} s on)")
+    ours, failed = ours_of(sweep, metric)
+    if ours is None:
+        return failed
     append, peer = usable(sweep.get("ours append")), usable(sweep.get("peer"))
     reference = append or ours
     ratio = ours["rms_rad"] / reference["rms_rad"] if reference["rms_rad"] > 0 else float("nan")
@@ -164,14 +163,20 @@ def moving_goal_rows(sweep: Dict[str, dict]) -> List[Row]:
                 f"{ratio:.2f} (÷ appending)", goal, verdict(ratio <= 0.8))]
 
 
+def ours_of(runs: Dict[str, dict], metric: str) -> Tuple[Optional[dict], List[Row]]:
+    """Our run among `runs`, or None and the rows to show instead (none when it was not run)."""
+    ours = runs.get("ours")
+    if ours is not None and "error" in ours:
+        return None, [Row(metric, f"error: {ours['error']}", verdict="FAIL")]
+    return ours, []
+
+
 def swap_rows(swaps: Dict[str, dict]) -> List[Row]:
-    ours = swaps.get("ours")
-    if ours is None:
-        return []
     metric = (f"instruction lag (set_instruction → the first action computed with it), latency "
               f"{bench_latency.REAL:g} s ±20 %, p50 / max")
-    if "error" in ours:
-        return [Row(metric, f"error: {ours['error']}", verdict="FAIL")]
+    ours, failed = ours_of(swaps, metric)
+    if ours is None:
+        return failed
 
     def shown(r: dict) -> str:
         lags = r["lags_s"]
