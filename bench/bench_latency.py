@@ -1,177 +1,224 @@
-"""Smooth at the platform's real latency: held time, requests, observation age, seams, closed loop.
+"""Fresh and smooth at the platform's real latency: held time, requests, age and lateness, seams,
+the closed loop, a moving goal, instruction swaps and the request budget.
 
     .venv/bin/python bench/bench_latency.py [--seconds 40] [--latencies 0.05,0.6,0.7,0.8] [--ours-only]
 
-pi05-droid's window is 8 rows at 15 Hz = 0.533 s and its warm latency 0.6–0.8 s: above the
-window. For each latency (±20 %, uniform, seeded) a local platform of its own serves the stand-in
-policy behind that delay (`bench_policy.delayed`), and each client drives a kinematic
-position-controlled arm on it, in a process of its own, all at once:
+pi05-droid's window is W = 8 rows at 15 Hz = 0.533 s, its chunk H = 15 rows, and its warm latency
+0.6–0.8 s: above the window. Every run drives a kinematic position-controlled arm from the sim arm's
+home pose (`latency_driver.py`, a process of its own), all at once; each latency (±20 %, uniform,
+seeded) has a local platform of its own serving the stand-in behind that delay
+(`bench_policy.delayed`). The clients, per latency:
 
-* ours      — `run()` with its defaults (pipelined requests, stitched chunks);
-* ours la=1 — `run(lookahead=1, stitch="none")`, this client before pipelining (stop and go);
-* peer      — the public sequence-ai 0.20.0 with its defaults.
+* ours        — `run()` with its defaults;
+* ours append — today's rule, each chunk appended behind the rows buffered (`take_over=False`,
+  once run() has the setting; until then the default *is* that rule and this run is left out);
+* ours la=1   — `run(lookahead=1, stitch="none")`: this client before pipelining (stop and go);
+* peer        — the public sequence-ai 0.20.0 with its defaults.
 
-The arm starts at the sim arm's home pose; the stand-in moves toward the goal its instruction
-hashes to, so the run is closed loop: each observation carries the joints the commands produced.
-Rows are joint_delta displacements; a target is `q_ref + row` with `q_ref` the joints of the
-observation the row's chunk came from (ours: the `q_ref` each row carries; the peer: the joints of
-the observation that went with the chunk's request, in order).
+At 0.7 s also: the same clients on a platform whose stand-in's goal sweeps (`policies.sweeping`),
+for the RMS distance between the arm and the moving goal; ours (and the appending rule) with four
+set_instruction() swaps, for the instruction lag; and ours at the budgets of `budgets()`, once
+run() has `request_budget` (until then skipped, and said so).
 
-Per run: held share (underrun_s / elapsed), requests per second of motion (chunks over actions/hz;
-the least a window allows is 1/W = 1.875), the age of the observation behind each action when it
-is acted (p50, p99), the largest step between consecutive targets against the median step while
-moving, and in the closed loop the time until every joint is and stays within 0.02 rad of the
-goal ("settle") and the largest overshoot past the goal along each joint's approach.
+Per run: held share (underrun_s / elapsed), requests per second of motion (chunks over actions/hz),
+the age of the observation behind each action when acted, the lateness of each row (when it played
+− the moment it was for, `latency_driver.py`), the largest step between consecutive targets against
+the median step while moving, and with the fixed goal the time until every joint is and stays within
+0.02 rad of it ("settle") and the largest overshoot past it along each joint's approach.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import Dict, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 
-HZ, HORIZON, JITTER = 15.0, 8, 0.2
-WINDOW_S = HORIZON / HZ
+HZ, HORIZON, ROWS, JITTER = 15.0, 8, 15, 0.2
+WINDOW_S, CHUNK_S = HORIZON / HZ, ROWS / HZ
 HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]  # sequence_ai_ros/sim_robot.py
 SETTLE_RAD = 0.02
 INSTRUCTION = "put the red block in the bowl"
-
-DRIVER = r'''
-import json, sys, time, warnings
-warnings.simplefilter("ignore")
-import sequence_ai
-frame_path, seconds, tag, kwargs, home = sys.argv[1], float(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5])
-data = open(frame_path).read()
-q = list(home)
-observed = []          # (monotonic time, joints) of every observe(), in order
-chunk_refs = []        # the peer: joints of the observation behind each installed chunk
-log = []               # (time, target) of every act
-ages = []
-def observe():
-    observed.append((time.monotonic(), list(q)))
-    return sequence_ai.Observation(
-        images=[sequence_ai.ImageFrame(view=v, data=data) for v in ("exterior_1", "wrist_left")],
-        proprioception=sequence_ai.Proprioception(joint_positions=list(q), gripper=[0.0]), instruction=tag)
-def on_chunk(chunk):
-    chunk_refs.append(observed[len(chunk_refs)])
-def act(action):
-    global q
-    now = time.monotonic()
-    ref = getattr(action, "q_ref", None)
-    if ref is None:  # the peer (or a predict() row): the chunk's observation, by order
-        at, ref = chunk_refs[-1] if chunk_refs else (None, home)
-    else:
-        at = action.observed_at
-    q = [r + d for r, d in zip(ref, action[:7])]
-    log.append((now, q))
-    if at is not None:
-        ages.append(now - at)
-with sequence_ai.connect("pi05-droid") as policy:
-    policy.predict(observe())  # admission, TLS, catalogue: not measured
-    observed.clear()
-    for _ in range(policy.buffered):
-        policy.next_action()   # drain: the measured run starts from an empty buffer at home
-    started = time.monotonic()
-    out = policy.run(observe=observe, act=act, validate=lambda a: True, max_actions=int(seconds * 15),
-                     on_chunk=on_chunk, progress=False, open_loop_horizon=8, **kwargs)
-print(json.dumps({"actions": out.actions, "chunks": out.chunks, "underruns": out.underruns,
-                  "underrun_s": out.underrun_s, "elapsed_s": out.elapsed_s, "reason": out.reason,
-                  "ages": ages, "log": [(t - started, target) for t, target in log]}))
-'''
-
-CLIENTS = (("ours", True, {}), ("ours la=1", True, {"lookahead": 1, "stitch": "none"}), ("peer", False, {}))
+SWAPPED_TO = "open the top drawer"
+TAKE_OVER, BUDGET = "take_over", "request_budget"  # run()'s settings for #23's rule and budget (phase B)
+STOP_AND_GO = {"lookahead": 1, "stitch": "none"}
+REAL = 0.7  # the latency of the moving goal, the swaps and the budget curve
+SWEEP_FROM_S = 10.0  # the arm has reached the sweep from home by then: RMS over the rest of the run
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_driver.py")
 
 
-def drive(python: str, env: Dict[str, str], frame_path: str, seconds: float, ours: bool, kwargs: dict) -> dict:
+def run_settings() -> set:
+    """The names of run()'s parameters in this checkout (which of phase B's settings exist)."""
+    from sequence_ai import Policy
+
+    return set(inspect.signature(Policy.run).parameters)
+
+
+def budgets() -> List[float]:
+    """The budget curve's budgets (requests/s): two between today's rate and the issue's goal
+    point 1/(H/hz − 1.2·L), and that point."""
+    from sequence_ai._loop._budget import budget_for_lateness
+
+    return [2.5, 4.0, budget_for_lateness(REAL, CHUNK_S)]
+
+
+@dataclass
+class Case:
+    platform: str  # which platform serves it: the latency, or "sweep"
+    latency: float
+    name: str
+    ours: bool
+    kwargs: Dict[str, object] = field(default_factory=dict)
+    seconds: float = 40.0
+    swaps: List[list] = field(default_factory=list)
+
+
+def cases(seconds: float, latencies: Sequence[float], peer: Optional[str], settings: set,
+          swap_seconds: float) -> List[Case]:
+    appending = {TAKE_OVER: False} if TAKE_OVER in settings else None
+    clients = [("ours", True, {})] + ([("ours append", True, appending)] if appending is not None else [])
+    clients += [("ours la=1", True, STOP_AND_GO)] + ([("peer", False, {})] if peer else [])
+    out = [Case(f"{latency:g}", latency, name, ours, kwargs, seconds) for latency in latencies
+           for name, ours, kwargs in clients]
+    if REAL in latencies:
+        out += [Case("sweep", REAL, name, ours, kwargs, seconds) for name, ours, kwargs in clients
+                if name != "ours la=1"]
+        swaps = [[swap_seconds * (i + 1) / 5, SWAPPED_TO if i % 2 == 0 else INSTRUCTION] for i in range(4)]
+        out += [Case(f"{REAL:g}", REAL, f"{name} swaps", True, kwargs, swap_seconds, swaps)
+                for name, ours, kwargs in clients if name in ("ours", "ours append")]
+        if BUDGET in settings:
+            out += [Case(f"{REAL:g}", REAL, f"budget {b:g}", True, {BUDGET: b}, seconds) for b in budgets()]
+    return out
+
+
+def drive(python: str, env: Dict[str, str], frame_path: str, case: Case) -> dict:
     env = dict(env)
-    if ours:
+    if case.ours:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), common.ROOT) if p)
     else:
         env.pop("PYTHONPATH", None)  # the peer must never import this checkout
-    result = subprocess.run([python, "-c", DRIVER, frame_path, str(seconds), INSTRUCTION, json.dumps(kwargs),
-                             json.dumps(HOME)], env=env, capture_output=True, text=True,
+    spec = {"seconds": case.seconds, "instruction": INSTRUCTION, "home": HOME, "kwargs": case.kwargs,
+            "swaps": case.swaps, "hz": HZ}
+    result = subprocess.run([python, DRIVER, frame_path, json.dumps(spec)], env=env, capture_output=True, text=True,
                             cwd=tempfile.gettempdir(), timeout=900)
     if result.returncode != 0:
         return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def figures(result: dict, goal: Sequence[float]) -> dict:
-    """The figures of one run (see the module docstring) from its raw log."""
+def figures(result: dict, goal: Optional[Sequence[float]] = None,
+            moving: Optional[Callable[[float], Sequence[float]]] = None, from_s: float = SWEEP_FROM_S) -> dict:
+    """The figures of one run from its log of (t, wall clock, target, age, lateness, lag): against
+    a fixed `goal` (settle, overshoot) or a `moving` one (its position at a wall-clock time: RMS
+    from `from_s` into the run on)."""
     if "error" in result:
         return result
     log = result.pop("log")
-    ages = result.pop("ages")
-    targets = [target for _, target in log]
+    targets = [entry[2] for entry in log]
     steps = [max(abs(a - b) for a, b in zip(p, q)) for p, q in zip(targets, targets[1:])]
-    moving = [s for s in steps if s > 1e-4]
-    median = common.percentile(moving, 50) if moving else 0.0
-    direction = [1.0 if g >= h else -1.0 for g, h in zip(goal, HOME)]
-    overshoot = max([0.0] + [d * (q - g) for target in targets for q, g, d in zip(target, goal, direction)])
-    settle = None
-    for index in range(len(log) - 1, -1, -1):
-        if max(abs(q - g) for q, g in zip(log[index][1], goal)) > SETTLE_RAD:
-            settle = log[index + 1][0] if index + 1 < len(log) else None
-            break
-    else:
-        settle = log[0][0] if log else None
+    moving_steps = [s for s in steps if s > 1e-4]
+    median = common.percentile(moving_steps, 50) if moving_steps else 0.0
+    ages = [entry[3] for entry in log if entry[3] is not None]
+    late = [entry[4] for entry in log if entry[4] is not None]
     motion_s = result["actions"] / HZ
     result.update({
         "held_share": result["underrun_s"] / result["elapsed_s"] if result["elapsed_s"] > 0 else float("nan"),
         "requests_per_s": result["chunks"] / motion_s if motion_s > 0 else float("nan"),
         "age_p50_s": common.percentile(ages, 50), "age_p99_s": common.percentile(ages, 99),
+        "lateness_p50_s": common.percentile(late, 50), "lateness_p99_s": common.percentile(late, 99),
         "max_step": max(steps) if steps else 0.0, "median_step": median,
         "step_ratio": (max(steps) / median) if median > 0 else float("nan"),
-        "settle_s": settle, "overshoot_rad": overshoot,
+        "lags_s": [entry[5] for entry in log if entry[5] is not None],
     })
+    if goal is not None:
+        result.update(closed_loop(log, goal))
+    if moving is not None:
+        errors = [(q - g) ** 2 for t, wall, target, *_ in log if t >= from_s for q, g in zip(target, moving(wall))]
+        result["rms_rad"] = math.sqrt(sum(errors) / len(errors)) if errors else float("nan")
+        result["rms_from_s"] = from_s
     return result
 
 
-def measure(seconds: float = 40.0, latencies: Sequence[float] = (0.05, 0.6, 0.7, 0.8), peer: Optional[str] = None,
-            log=print) -> List[dict]:
-    """One entry per latency: {"latency_s", "ours": figures, "ours la=1": ..., "peer": ...}."""
-    from sequence_ai.platform.policies import instruction_goal  # importable once `common` set the path
+def closed_loop(log: list, goal: Sequence[float]) -> dict:
+    """Settle (the time from run() until every joint is and stays within SETTLE_RAD of `goal`) and
+    the largest overshoot past it along each joint's approach from home."""
+    direction = [1.0 if g >= h else -1.0 for g, h in zip(goal, HOME)]
+    overshoot = max([0.0] + [d * (q - g) for entry in log for q, g, d in zip(entry[2], goal, direction)])
+    settle = log[0][0] if log else None
+    for index in range(len(log) - 1, -1, -1):
+        if max(abs(q - g) for q, g in zip(log[index][2], goal)) > SETTLE_RAD:
+            settle = log[index + 1][0] if index + 1 < len(log) else None
+            break
+    return {"settle_s": settle, "overshoot_rad": overshoot}
 
+
+def measure(seconds: float = 40.0, latencies: Sequence[float] = (0.05, 0.6, 0.7, 0.8), peer: Optional[str] = None,
+            log=print, swap_seconds: float = 20.0) -> dict:
+    """{"latencies": [{"latency_s", client name: figures, ...}], "sweep": {client: figures},
+    "swaps": {client: figures}, "budgets": {budget: figures}, "settings": what run() has}."""
+    from sequence_ai.platform.policies import instruction_goal, sweep_goal  # importable once `common` set the path
+
+    settings = run_settings()
     goal = instruction_goal(INSTRUCTION)
     tmp = tempfile.mkdtemp(prefix="bench-latency-")
     frame_path = os.path.join(tmp, "frame.b64")
     with open(frame_path, "w") as handle:
         handle.write(common.jpeg_b64())
-    clients = [(name, sys.executable if ours else peer, ours, kwargs) for name, ours, kwargs in CLIENTS
-               if ours or peer]
-    entries: Dict[float, dict] = {}
+    planned = cases(seconds, latencies, peer, settings, swap_seconds)
+    out: dict = {"latencies": [{"latency_s": latency} for latency in latencies], "sweep": {}, "swaps": {},
+                 "budgets": {}, "settings": sorted(settings & {TAKE_OVER, BUDGET})}
     with ExitStack() as stack:
-        runs = []
-        for index, latency in enumerate(latencies):
-            platform = stack.enter_context(common.bench_platform(latency, JITTER, seed=100 + index))
-            env = {**os.environ, **platform.env()}
-            runs += [(latency, env, *client) for client in clients]
-        with ThreadPoolExecutor(max_workers=len(runs)) as pool:  # every run at once
-            jobs = [(latency, name, pool.submit(drive, python, env, frame_path, seconds, ours, kwargs))
-                    for latency, env, name, python, ours, kwargs in runs]
-            for latency, name, job in jobs:
-                result = figures(job.result(), goal)
-                entries.setdefault(latency, {"latency_s": latency})[name] = result
-                log(f"  latency {latency:.2f}s {name:<9} {summary(result)}")
-    return [entries[latency] for latency in latencies]
+        envs = {}
+        for index, key in enumerate(dict.fromkeys(case.platform for case in planned)):
+            sweep = key == "sweep"
+            latency = REAL if sweep else float(key)
+            platform = stack.enter_context(common.bench_platform(latency, JITTER, seed=100 + index,
+                                                                 stand_in="sweeping" if sweep else ""))
+            envs[key] = {**os.environ, **platform.env()}
+        with ThreadPoolExecutor(max_workers=len(planned)) as pool:  # every run at once
+            jobs = [(case, pool.submit(drive, sys.executable if case.ours else peer, envs[case.platform], frame_path,
+                                       case)) for case in planned]
+            for case, job in jobs:
+                raw = job.result()
+                if case.platform == "sweep":
+                    result = out["sweep"][case.name] = figures(raw, moving=lambda t: sweep_goal(INSTRUCTION, t),
+                                                               from_s=min(SWEEP_FROM_S, case.seconds / 2))
+                elif case.swaps:
+                    result = out["swaps"][case.name.replace(" swaps", "")] = figures(raw)
+                elif case.name.startswith("budget "):
+                    result = out["budgets"][case.kwargs[BUDGET]] = figures(raw)
+                else:
+                    entry = out["latencies"][list(latencies).index(case.latency)]
+                    result = entry[case.name] = figures(raw, goal)
+                log(f"  latency {case.latency:.2f}s {case.platform:>5} {case.name:<17} {summary(result)}")
+    return out
 
 
 def summary(r: dict) -> str:
     if "error" in r:
         return f"error: {r['error']}"
-    settle = "never" if r["settle_s"] is None else f"{r['settle_s']:.2f}s"
-    return (f"{r['actions']} actions, held {r['held_share'] * 100:.1f}% ({r['underruns']} underruns), "
-            f"{r['requests_per_s']:.2f} req/s, age p50 {r['age_p50_s']:.2f}s p99 {r['age_p99_s']:.2f}s, "
-            f"largest step {r['step_ratio']:.2f}x median, settle {settle}, overshoot {r['overshoot_rad']:.3f} rad")
+    text = (f"{r['actions']} actions, held {r['held_share'] * 100:.1f}% ({r['underruns']} underruns), "
+            f"{r['requests_per_s']:.2f} req/s, age p50 {r['age_p50_s']:.2f}s, lateness p50 {r['lateness_p50_s']:.2f}s, "
+            f"largest step {r['step_ratio']:.2f}x median")
+    if "settle_s" in r:
+        settle = "never" if r["settle_s"] is None else f"{r['settle_s']:.2f}s"
+        text += f", settle {settle}, overshoot {r['overshoot_rad']:.3f} rad"
+    if "rms_rad" in r:
+        text += f", RMS from the moving goal {r['rms_rad']:.3f} rad"
+    if r.get("lags_s"):
+        text += f", instruction lags {', '.join(f'{lag:.2f}' for lag in r['lags_s'])} s"
+    return text
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -8,6 +8,8 @@
     BENCH_POLICY_LOG  append one JSON line per call: arrival time, instruction, latency_s (drawn),
                       slept_s (measured around the sleep), frame tag
     BENCH_FRAME_TAG   "1": read the frame counter the ROS bench paints into exterior_1
+    BENCH_STAND_IN    "sweeping": the stand-in whose goal moves (`policies.sweeping`, seen at the
+                      request's arrival); otherwise the one toward the instruction's fixed goal
 
 The delay is worker time like the platform's `latency` fault, but its realised value is logged, so
 the underrun bench can compute the physical minimum stall from the latencies that really occurred.
@@ -23,7 +25,7 @@ import threading
 import time
 from typing import Any, List, Optional
 
-from sequence_ai.platform.policies import stand_in
+from sequence_ai.platform.policies import stand_in, sweeping
 
 TAG_BITS = 16
 _lock = threading.Lock()
@@ -46,6 +48,8 @@ def delayed(inp: Any) -> List[List[float]]:
     if log:
         _log_later(log, {"time": arrived, "instruction": inp.instruction, "latency_s": latency, "slept_s": slept,
                          "tag": tag})
+    if os.environ.get("BENCH_STAND_IN") == "sweeping":
+        return sweeping(inp, observed_at=arrived)  # the goal where it was when the request came, not after the delay
     return stand_in(inp)
 
 

@@ -55,13 +55,14 @@ def jpeg_b64(width: int = 224, height: int = 224) -> str:
 
 @contextmanager
 def bench_platform(latency_s: float = 0.0, jitter: float = 0.0, log_path: Optional[str] = None,
-                   frame_tag: bool = False, seed: int = 0, extra: Sequence[str] = ()) -> Iterator:
-    """A LocalPlatform whose worker runs the stand-in behind `bench_policy.delayed`."""
+                   frame_tag: bool = False, seed: int = 0, extra: Sequence[str] = (), stand_in: str = "") -> Iterator:
+    """A LocalPlatform whose worker runs the stand-in behind `bench_policy.delayed` (`stand_in`
+    "sweeping": the one whose goal moves)."""
     from sequence_ai.platform.spawn import LocalPlatform
 
     settings: Dict[str, str] = {"BENCH_LATENCY_S": str(latency_s), "BENCH_JITTER": str(jitter),
                                 "BENCH_SEED": str(seed), "BENCH_POLICY_LOG": log_path or "",
-                                "BENCH_FRAME_TAG": "1" if frame_tag else "0",
+                                "BENCH_FRAME_TAG": "1" if frame_tag else "0", "BENCH_STAND_IN": stand_in,
                                 # the plug-in's package, after whatever install tree comes first
                                 "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), ROOT) if p)}
     saved = {k: os.environ.get(k) for k in settings}

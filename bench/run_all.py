@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,38 +31,22 @@ import bench_ros_latency
 import bench_underruns
 import bench_worker
 import common
+from latency_rows import budget_rows, latency_rows, ros_latency_rows
+from table import Row, ms, verdict
 
 HZ = 15.0
 PERIOD_S = 1.0 / HZ
 WINDOW_S = bench_underruns.WINDOW_S
 DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
 
-FULL = {"latency_seconds": 40.0, "ros_latency_seconds": 20.0, "ros_latencies": (0.05, 0.7), "latencies": (0.05, 0.6, 0.7, 0.8), "ros_before": True, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
+FULL = {"latency_seconds": 40.0, "swap_seconds": 20.0, "ros_latency_seconds": 20.0, "ros_latencies": (0.05, 0.6, 0.7, 0.8), "latencies": (0.05, 0.6, 0.7, 0.8), "ros_before": True, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
         "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
         "size_seconds": 6.0, "worker_requests": 300, "recording_actions": 100, "recording_rounds": 3}
 # Quick: bench_latency at the low latency and 0.7 s only (0.6 and 0.8 take the same path as 0.7).
-QUICK = {"latency_seconds": 2.0, "ros_latency_seconds": 2.0, "ros_latencies": (0.7,), "latencies": (0.05, 0.7), "ros_before": False, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
+QUICK = {"latency_seconds": 2.0, "swap_seconds": 4.0, "ros_latency_seconds": 2.0, "ros_latencies": (0.7,), "latencies": (0.05, 0.7), "ros_before": False, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
          "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5,
          "worker_requests": 20, "recording_actions": 16, "recording_rounds": 1}
 LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
-
-
-@dataclass
-class Row:
-    metric: str
-    ours: str
-    peer: str = "—"
-    ratio: str = "—"
-    goal: str = "—"
-    verdict: str = "—"  # PASS, FAIL, or — (reported, no goal)
-
-
-def verdict(ok: Optional[bool]) -> str:
-    return "—" if ok is None else ("PASS" if ok else "FAIL")
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f} ms"
 
 
 # -- the metrics ----------------------------------------------------------------------------------
@@ -105,93 +88,6 @@ def underrun_rows(rows: List[dict]) -> List[Row]:
         if two and "error" not in two:
             out.append(Row(f"underruns with lookahead=2 (ours, two chunks in flight), latency {entry['latency_s']:.1f} s",
                            f"{two['underruns']} ({two['underrun_s']:.2f} s)"))
-    return out
-
-
-def latency_rows(entries: List[dict]) -> List[Row]:
-    """bench_latency: the loop at and around pi05-droid's real latency (issue #19's goals)."""
-    out: List[Row] = []
-    low = next((e for e in entries if e["latency_s"] < WINDOW_S / 4), None)
-    for entry in entries:
-        latency, ours, peer, before = entry["latency_s"], entry.get("ours", {}), entry.get("peer"), entry.get("ours la=1")
-        at = f"latency {latency:g} s ±20 %"
-        if "error" in ours:
-            out.append(Row(f"run() at {at}", f"error: {ours['error']}", verdict="FAIL"))
-            continue
-        peer = peer if peer is not None and "error" not in peer else None
-        real = latency >= 0.6
-
-        def cell(r: Optional[dict], key: str, fmt: str) -> str:
-            return "n/a" if r is None or "error" in r or r.get(key) is None else fmt.format(r[key])
-
-        held_goal = "≤ 1 %" if latency == 0.7 else ("0 underruns" if latency < WINDOW_S / 2 else "—")
-        held_ok = (ours["held_share"] <= 0.01) if latency == 0.7 else (ours["underruns"] == 0 if latency < WINDOW_S / 2
-                                                                        else None)
-        out.append(Row(f"time held, share of the run, {at} (run(), {ours['actions']} actions; underruns)",
-                       f"{ours['held_share'] * 100:.2f} % ({ours['underruns']})",
-                       "n/a" if peer is None else f"{peer['held_share'] * 100:.2f} % ({peer['underruns']})",
-                       "—", held_goal, verdict(held_ok)))
-        if not real and latency != min(e["latency_s"] for e in entries):
-            continue
-        bound = 1.33 / WINDOW_S
-        out.append(Row(f"requests per second of motion, {at} (the least a window allows: 1/W = {1 / WINDOW_S:.3f})",
-                       f"{ours['requests_per_s']:.3f}", cell(peer, "requests_per_s", "{:.3f}"), "—",
-                       f"≤ {bound:.2f} (1.33/W)", verdict(ours["requests_per_s"] <= bound)))
-        out.append(Row(f"age of the observation behind each action when acted, {at}, p50 / p99",
-                       f"{ours['age_p50_s']:.2f} / {ours['age_p99_s']:.2f} s",
-                       "n/a" if peer is None else f"{peer['age_p50_s']:.2f} / {peer['age_p99_s']:.2f} s"))
-        out.append(Row(f"largest step between consecutive targets ÷ median step, {at}",
-                       f"{ours['step_ratio']:.2f}", cell(peer, "step_ratio", "{:.2f}"), "—", "≤ 2×",
-                       verdict(ours["step_ratio"] <= 2.0)))
-        if real and low is not None and "error" not in low.get("ours", {"error": ""}) and low["ours"]["settle_s"]:
-            base, settle = low["ours"]["settle_s"], ours["settle_s"]
-            text = "never" if settle is None else f"{settle:.2f} s = {settle / base:.2f}× the {low['latency_s']:g} s run"
-            out.append(Row(f"closed loop: time to settle on the stand-in's goal (±{bench_latency.SETTLE_RAD} rad), {at}",
-                           text, cell(peer, "settle_s", "{:.2f} s"), "—", "≤ 1.2× the low-latency run",
-                           verdict(settle is not None and settle <= 1.2 * base)))
-            limit = before["overshoot_rad"] if before and "error" not in before else None
-            out.append(Row(f"closed loop: largest overshoot past the goal, {at} (beside: this client stop-and-go, "
-                           "lookahead=1 stitch=none)", f"{ours['overshoot_rad']:.3f} rad",
-                           cell(peer, "overshoot_rad", "{:.3f} rad"), "—",
-                           "n/a" if limit is None else f"≤ {limit:.3f} rad (stop-and-go)",
-                           verdict(None if limit is None else ours["overshoot_rad"] <= limit + 1e-3)))
-    return out
-
-
-def ros_latency_rows(entries: List[dict]) -> List[Row]:
-    """bench_ros_latency: the node with config/policy.yaml on the simulated arm (issue #19's goals)."""
-    out: List[Row] = []
-    low = next((e["node"] for e in entries if e["latency_s"] < WINDOW_S / 4 and "error" not in e["node"]), None)
-    for entry in entries:
-        latency, node, before = entry["latency_s"], entry["node"], entry.get("node before")
-        at = f"through the node (policy.yaml, sim arm), latency {latency:g} s ±20 %"
-        if "error" in node:
-            out.append(Row(f"time held, {at}", f"error: {node['error']}", verdict="FAIL"))
-            continue
-        before = before if before and "error" not in before else None
-        shown = "—" if before is None else f"{before['held_share'] * 100:.2f} % ({before['underruns']}), stop-and-go"
-        goal, ok = ("≤ 1 %", node["held_share"] <= 0.01) if latency == 0.7 else ("—", None)
-        out.append(Row(f"time held, share of the run, {at} ({node['actions']} actions; underruns)",
-                       f"{node['held_share'] * 100:.2f} % ({node['underruns']})", shown, "—", goal, verdict(ok)))
-        bound = 1.33 / WINDOW_S
-        out.append(Row(f"requests per second of motion, {at}", f"{node['requests_per_s']:.3f}",
-                       "—" if before is None else f"{before['requests_per_s']:.3f}, stop-and-go", "—",
-                       f"≤ {bound:.2f} (1.33/W)", verdict(node["requests_per_s"] <= bound)))
-        out.append(Row(f"largest step between consecutive commands ÷ median step, {at}", f"{node['step_ratio']:.2f}",
-                       "—" if before is None else f"{before['step_ratio']:.2f}, stop-and-go", "—", "≤ 2×",
-                       verdict(node["step_ratio"] <= 2.0)))
-        if latency >= 0.6 and low is not None and low.get("settle_s"):
-            settle = node["settle_s"]
-            text = "never" if settle is None else f"{settle:.2f} s = {settle / low['settle_s']:.2f}× the low-latency run"
-            out.append(Row(f"closed loop: time to settle on the goal, {at}", text,
-                           "—" if before is None or before["settle_s"] is None else
-                           f"{before['settle_s']:.2f} s, stop-and-go", "—", "≤ 1.2× the low-latency run",
-                           verdict(settle is not None and settle <= 1.2 * low["settle_s"])))
-            limit = None if before is None else before["overshoot_rad"]
-            out.append(Row(f"closed loop: largest overshoot past the goal, {at}", f"{node['overshoot_rad']:.3f} rad",
-                           "—" if limit is None else f"{limit:.3f} rad, stop-and-go", "—",
-                           "n/a" if limit is None else f"≤ {limit:.3f} rad (stop-and-go)",
-                           verdict(None if limit is None else node["overshoot_rad"] <= limit + 1e-3)))
     return out
 
 
@@ -382,7 +278,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         peer = timed("peers (.bench-venv)", common.peer_python, timings, errors)
     encode = timed("encode", lambda: run_encode(peer, sizes["encode_frames"], sizes["encode_repeats"]), timings, errors)
     latency = timed("latency above the window", lambda: bench_latency.measure(
-        sizes["latency_seconds"], sizes["latencies"], peer=peer, log=log), timings, errors)
+        sizes["latency_seconds"], sizes["latencies"], peer=peer, log=log, swap_seconds=sizes["swap_seconds"]),
+        timings, errors)
     underruns = timed("underruns + client CPU",
                       lambda: bench_underruns.measure(sizes["actions"], LATENCIES, peer, log=log), timings, errors)
     interrupt = timed("interrupt", lambda: bench_interrupt.measure(sizes["interrupt_trials"], log=log), timings, errors)
@@ -403,6 +300,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     rows: List[Row] = []
     rows += latency_rows(latency) if latency else [Row("run() at pi05-droid's latency", "error", verdict="FAIL")]
+    plot = os.path.join(os.path.dirname(os.path.abspath(out)), "budget-curve.png") if out else None
+    rows += budget_rows(latency, plot) if latency else []
     rows += underrun_rows(underruns) if underruns else [Row("underruns", "error", verdict="FAIL")]
     rows += cpu_rows(underruns) if underruns else [Row("client CPU per action", "error", verdict="FAIL")]
     rows += encode_rows(encode) if encode else [Row("encode 1280×720 → pi05-droid", "error", verdict="FAIL")]
@@ -521,16 +420,46 @@ def how_measured(sizes: dict) -> List[str]:
         "sleep alone (`sleep min`), which charges the local worker's own ~1–3 ms per request to the client. Goal: 0 underruns when the latencies' p99 < W (0.1 s, 0.3 s); otherwise ours ≤ 1.1× that minimum. "
         "A client with requests in flight together beats this floor, as ours does by default above the window.",
         "",
-        f"**At the platform's real latency** (`bench/bench_latency.py`): pi05-droid's window is W = 8/15 s and its "
-        "warm latency 0.6–0.8 s. Per latency (±20 %, seeded) a platform of its own; each client drives a kinematic "
-        f"position-controlled arm from the sim arm's home pose for {sizes['latency_seconds']:g} s at 15 Hz, all at "
-        "once: ours with its defaults, ours as it was before pipelining (`lookahead=1, stitch=\"none\"`: the "
-        "stop-and-go loop) and the 0.20.0 client. The stand-in drives toward its instruction's goal, so the run "
-        "is closed loop. Held share = `underrun_s / elapsed_s`; requests per second of motion = chunks ÷ "
-        "(actions/15); age = act time − the time of the observation behind the action; largest step ÷ median "
-        "step over consecutive joint targets while moving; settle = the time from run() until every joint is and "
-        f"stays within {bench_latency.SETTLE_RAD} rad of the goal; overshoot = the largest distance past the goal "
-        "along a joint's approach.",
+        f"**At the platform's real latency** (`bench/bench_latency.py`, `bench/latency_driver.py`): pi05-droid's "
+        "window is W = 8/15 s, its chunk H = 15 rows and its warm latency 0.6–0.8 s. Per latency (±20 %, seeded) a "
+        "platform of its own; each client drives a kinematic position-controlled arm from the sim arm's home pose "
+        f"for {sizes['latency_seconds']:g} s at 15 Hz, all at once: ours with its defaults, ours with today's "
+        "appending rule (`take_over=False`, run only once run() has that setting: until then the default is that "
+        "rule), ours as it was before pipelining (`lookahead=1, stitch=\"none\"`: the stop-and-go loop) and the "
+        "0.20.0 client. The stand-in drives toward its instruction's goal, so the run is closed loop. Held share = "
+        "`underrun_s / elapsed_s`; requests per second of motion = chunks ÷ (actions/15); age = act time − the "
+        "time of the observation behind the action; lateness = act time − the moment the row was for (its "
+        "observation's time + its row/hz: `Action.observed_at` and `.row`, or `Action.due_at` once the client has "
+        "it; for the 0.20.0 client, which plays each chunk from row 0, the observation's time + the actions since "
+        "the chunk came/hz); largest step ÷ median step over consecutive joint targets while moving; settle = the "
+        f"time from run() until every joint is and stays within {bench_latency.SETTLE_RAD} rad of the goal; "
+        "overshoot = the largest distance past the goal along a joint's approach. Goals from #23's physics "
+        "(`sequence_ai/_loop/_budget.py`): age p50 ≤ L + W/2 + 1/hz, lateness p50 ≤ max(0, L − (H − W)/hz) + 1/hz.",
+        "",
+        "**Moving goal** (the same bench, 0.7 s): a platform whose stand-in heads for a goal that sweeps every "
+        "joint ±0.3 rad around the instruction's with a 12 s period (`sequence_ai.platform.policies.sweeping`, "
+        "`sweep_goal` of the wall clock, which the bench shares with the worker), where the goal is when each "
+        "request arrives (as a policy seeing it in one frame), so the arm trails it by about the age of what it "
+        "plays; the same clients but the "
+        "stop-and-go one; RMS over joints and actions of the commanded target − the goal at the moment it was "
+        f"commanded, from {bench_latency.SWEEP_FROM_S:g} s (the arm has reached the sweep from home) to the end.",
+        "",
+        f"**Instruction lag** (the same bench, 0.7 s): ours (and the appending rule) for {sizes['swap_seconds']:g} s "
+        "with four `set_instruction()` calls at 1/5, 2/5, 3/5 and 4/5 of the run, alternating two instructions; "
+        "lag = the act time of the first action computed with the new instruction − the call (`Action.swap_since`).",
+        "",
+        "**Budget curve** (the same bench, 0.7 s): ours with `request_budget=` 2.5, 4 and 1/(H/hz − 1.2·L) "
+        "requests/s beside its default; requests/s against age p50 and lateness p50, drawn into "
+        "`docs/budget-curve.png`. Run only once run() has the setting (#23 phase B).",
+        "",
+        f"**Through the node at real latency** (`bench/bench_ros_latency.py`): a platform, `sim_robot` and the "
+        "policy node with `config/policy.yaml` (start-up budget and input ages widened for a busy machine), each "
+        f"in a process of its own, one `act` goal of {sizes['ros_latency_seconds']:g} s per case, one case after "
+        "another: the defaults at each latency, the appending rule above the window (once the node has "
+        "`take_over`), and at 0.7 s the stop-and-go loop (`lookahead: 1`, `stitch: align`). The commands as the "
+        "planner receives them give steps, settle and overshoot; the goal's recording (`record_dir`) gives age "
+        "and lateness per command: its time − its request's observation (the recorded joint state), less its "
+        "row/hz for lateness.",
         "",
         "**Client CPU per action**: the driver process's `time.process_time()` (all its threads: loop, refill "
         "threads, telemetry) over `run()`, divided by actions, from the lowest-latency pair of the underrun "

@@ -28,16 +28,24 @@ ROWS = [
     "worker /act handler time",
     "time held, share of the run, latency 0.7 s", "requests per second of motion, latency 0.7 s",
     "age of the observation behind each action when acted, latency 0.7 s",
+    "lateness of each row (played − the moment it was for), latency 0.7 s",
+    "moving goal: RMS distance from a goal sweeping",
+    "instruction lag (set_instruction → the first action computed with it), latency 0.7 s",
     "largest step between consecutive targets ÷ median step, latency 0.7 s",
     "time held, share of the run, through the node (policy.yaml, sim arm), latency 0.7 s",
     "requests per second of motion, through the node (policy.yaml, sim arm), latency 0.7 s",
+    "age of the observation behind each action when acted, through the node (policy.yaml, sim arm), latency 0.7 s",
+    "lateness of each row (played − the moment it was for), through the node (policy.yaml, sim arm), latency 0.7 s",
     "client CPU per action with run(record=...) on",
     "ROS command interval jitter p99 with record_dir on",
 ]
 ROS_ROWS = ("ROS command interval jitter p99", "ROS command interval jitter p99, the same commands on arrival",
             "camera frame publish → /act request", "ROS command interval jitter p99 with record_dir on",
             "time held, share of the run, through the node (policy.yaml, sim arm), latency 0.7 s",
-            "requests per second of motion, through the node (policy.yaml, sim arm), latency 0.7 s")
+            "requests per second of motion, through the node (policy.yaml, sim arm), latency 0.7 s",
+            "age of the observation behind each action when acted, through the node (policy.yaml, sim arm), latency 0.7 s",
+            "lateness of each row (played − the moment it was for), through the node (policy.yaml, sim arm), "
+            "latency 0.7 s")
 
 
 def test_quick_run_writes_a_table_with_a_number_in_every_metric_row(tmp_path):

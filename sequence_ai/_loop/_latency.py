@@ -8,6 +8,11 @@ the loop prefetch on every tick for the next dozen chunks.
 
 Beside the average it keeps the mean deviation (gain 1/4, as in TCP's retransmission timer), so
 a jittery link asks for more lead than a steady one of the same mean. See docs/CLIENT-LOOP.md.
+
+`predict()` is no sample (WIRE.md §7.7), but what it took is the best guess there is before a run
+has one: `seed()` keeps it as the estimate until the first sample, which replaces it. Without it a
+run that starts on the rows a warm-up predict() left has nothing to time its first request by, and
+stops twice at its start above the window (issue #23).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class RefillLatency:
         self._estimate: Optional[float] = None
         self._deviation = 0.0
         self._samples = 0
+        self._seeded = False  # the estimate is a seed(), not a sample
         self._lock = threading.Lock()
 
     @property
@@ -42,12 +48,21 @@ class RefillLatency:
         if not sample_s >= 0.0:  # also rejects NaN
             return
         with self._lock:
-            if self._estimate is None:
-                self._estimate = sample_s
+            if self._estimate is None or self._seeded:
+                self._estimate, self._seeded = sample_s, False
             else:
                 self._deviation += 0.25 * (abs(sample_s - self._estimate) - self._deviation)
                 self._estimate = self._keep * self._estimate + (1.0 - self._keep) * sample_s
             self._samples += 1
+
+    def seed(self, service_s: float) -> None:
+        """A service time seen outside run() (predict()): the estimate until the first sample, which
+        replaces it; never averaged in, and ignored once there is a sample."""
+        if not service_s >= 0.0:
+            return
+        with self._lock:
+            if self._estimate is None or self._seeded:
+                self._estimate, self._seeded = service_s, True
 
     @property
     def deviation_s(self) -> float:

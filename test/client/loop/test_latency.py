@@ -53,3 +53,15 @@ def test_jittery_latency_asks_for_more_lead_than_a_steady_one_of_the_same_mean()
         jittery.record(0.15 if i % 2 else 0.45)
     assert jittery.deviation_s > 0.05
     assert jittery.lead_s(15.0) > steady.lead_s(15.0) + 0.1
+
+
+def test_a_seed_is_the_estimate_until_the_first_sample_replaces_it():
+    estimator = RefillLatency()
+    estimator.seed(0.7)  # predict()'s service time
+    assert estimator.estimate_s == 0.7 and estimator.samples == 0 and estimator.lead_s(15.0) is not None
+    estimator.seed(0.9)  # a later predict() before any sample: the newer guess
+    estimator.record(0.6)
+    assert estimator.estimate_s == 0.6 and estimator.deviation_s == 0.0  # replaced, not averaged
+    estimator.seed(5.0)
+    estimator.seed(float("nan"))
+    assert estimator.estimate_s == 0.6  # a run's own samples are never moved by a seed

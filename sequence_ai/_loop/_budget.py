@@ -1,0 +1,75 @@
+"""The request budget (issue #23): how many requests per second a run may spend to play fresher rows.
+
+Every request costs the user credit. The rule before the budget (`_prefetch.py`) starts a request
+when the motion queued — the rows buffered plus a window for each request in flight — falls to the
+lead (the latency estimate and its margins): one request per window played, the fewest a chunk's
+length allows. With the newest chunk taking over on arrival, the rows buffered are cut at every
+arrival, so that count no longer says when the next chunk is needed; the time does: a request
+starts once 1/B has passed since the last one started, B the budget in requests per second, by
+default one window's worth of motion per request (today's rate). The lead still starts one when
+none is on its way and the rows buffered run low (after a stall, below the window): the arm
+never waits on the budget for a request it needs to keep moving.
+
+The physics, with the newest chunk taking over on arrival (`_takeover.py`), H rows per chunk, W the
+window, L the latency and I = 1/B the time between requests: the age of what plays runs from L to
+L + I (p50 ≈ L + I/2); a row can play at its moment only while the chunk still holds a row for now,
+so the least lateness is max(0, L − (H/hz − I)), 0 once I ≤ H/hz − L. About L·B requests are in
+flight at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from .._errors import InvalidArgument
+
+__all__ = ["budget_for_lateness", "check_budget", "default_budget", "expected_age_s", "expected_lateness_s",
+           "in_flight_for", "request_due"]
+
+
+def check_budget(value: Any) -> Optional[float]:
+    """run()'s `request_budget` (requests per second of motion; None: the default), or one error
+    naming what was wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgument(f"request_budget must be a finite number of requests per second > 0 (got {value!r})")
+    return float(value)
+
+
+def default_budget(hz: float, window: int) -> float:
+    """Today's rate: one request per window played (1.875/s for pi05-droid's 8 rows at 15 Hz)."""
+    return hz / max(1, window)
+
+
+def request_due(now: float, *, last_started: Optional[float], in_flight: int, buffered_s: float,
+                lead_s: Optional[float], budget: float) -> bool:
+    """Whether a request starts now: 1/budget has passed since the last one started (or none has),
+    or none is on its way and the rows buffered (seconds) are down to the lead — the arm needs one
+    sooner than the budget would spend it (`lead_s` None: no latency estimate yet)."""
+    if last_started is None or now - last_started >= 1.0 / budget - 1e-9:
+        return True
+    return in_flight == 0 and lead_s is not None and buffered_s <= lead_s
+
+
+def expected_age_s(latency_s: float, interval_s: float) -> float:
+    """p50 age of the observation behind what plays: ages run from L to L + I."""
+    return latency_s + interval_s / 2.0
+
+
+def expected_lateness_s(latency_s: float, interval_s: float, chunk_s: float) -> float:
+    """The least lateness a chunk of `chunk_s` seconds allows when the next one lands I later."""
+    return max(0.0, latency_s - (chunk_s - interval_s))
+
+
+def budget_for_lateness(latency_s: float, chunk_s: float, margin: float = 1.2) -> Optional[float]:
+    """The budget that lets rows play at their moment with the latency `margin` times over
+    (the issue's goal point, 1/(H/hz − 1.2·L)); None when no rate can (L·margin ≥ the chunk)."""
+    interval = chunk_s - margin * latency_s
+    return 1.0 / interval if interval > 0 else None
+
+
+def in_flight_for(latency_s: float, budget: float) -> int:
+    """How many requests are in flight at once at that budget (the prefetch's cap must allow it)."""
+    return max(1, math.ceil(latency_s * budget))

@@ -1,0 +1,174 @@
+"""The newest chunk taking over on arrival (`_takeover.py`) and the request budget (`_budget.py`),
+on rows built here, at pi05-droid's numbers: 15 rows at 15 Hz, an 8-row window, 0.7 s latency."""
+
+from __future__ import annotations
+
+import pytest
+
+from sequence_ai._errors import InvalidArgument
+from sequence_ai._loop._budget import (
+    budget_for_lateness,
+    check_budget,
+    default_budget,
+    expected_age_s,
+    expected_lateness_s,
+    in_flight_for,
+    request_due,
+)
+from sequence_ai._loop._stitch import Action, RowKind, Stitcher
+from sequence_ai._loop._takeover import Arrival, lateness_s, moment_of, rows_to_keep, take_over
+
+HZ, ROWS, WINDOW = 15.0, 15, 8
+STEP = 0.4 / HZ  # the stand-in's speed limit, rad per period
+ABSOLUTE = RowKind(absolute=True, displacement=False, joints=2)
+DELTA = RowKind(absolute=False, displacement=True, joints=2)
+
+
+def steady(start: float, rows: int = ROWS):
+    """Absolute rows moving both joints at constant speed from `start`, plus a gripper column."""
+    return [[start + (i + 1) * STEP, start + (i + 1) * STEP, 0.5] for i in range(rows)]
+
+
+def buffered_from(observed_at: float, rows: range, start: float = 0.0):
+    """Rows of an older chunk still waiting to play, as the loop buffers them."""
+    out = []
+    for i in rows:
+        action = Action([start + (i + 1) * STEP, start + (i + 1) * STEP, 0.5], i)
+        action.observed_at = observed_at
+        out.append(action)
+    return out
+
+
+def targets(rows):
+    return [float(a[0]) for a in rows]
+
+
+def test_a_chunk_that_arrives_plays_at_once_instead_of_after_the_rows_of_older_chunks():
+    # An older chunk (observed at 9.467) still has 8 rows buffered when the one observed at 10.0
+    # lands at 10.7: appended, its first row would play after those 8; taking over, it plays now.
+    older = buffered_from(9.467, range(7, 15), start=-8 * STEP)
+    last = Action([14 * STEP - 8 * STEP] * 2 + [0.5], 6)
+    taken = take_over(older, Arrival(steady(0.0), ABSOLUTE, 10.0, [0.0, 0.0]), last=last, now=10.7, hz=HZ, keep=8)
+    assert taken is not None and taken.replaced == 8
+    assert all(a.observed_at == 10.0 for a in taken.rows)  # none of the older chunk's rows is left
+    appended = Stitcher("continue", WINDOW, 0).join(steady(0.0), ABSOLUTE, late=int(0.7 * HZ) + len(older),
+                                                    last=older[-1], q_obs=[0.0, 0.0], first_of_run=False)
+    for action in appended.rows:
+        action.observed_at = 10.0
+    # the rows taken are for earlier moments than the same chunk's rows after the older ones
+    assert taken.rows[0].row <= appended.rows[0].row
+    assert lateness_s(taken.rows[0], 10.7, HZ) < lateness_s(appended.rows[0], 10.7 + len(older) / HZ, HZ)
+
+
+def test_rows_are_taken_for_the_moment_being_played_when_the_chunk_reaches_far_enough():
+    # 0.4 s after its observation the chunk's row 6 is for now; 9 rows are left, 4 are needed
+    taken = take_over([], Arrival(steady(0.0), ABSOLUTE, 10.0), last=None, now=10.4, hz=HZ, keep=4)
+    assert taken.row_now == 6 and taken.start == 6 and len(taken.rows) == ROWS - 6
+    assert lateness_s(taken.rows[0], 10.4, HZ) == pytest.approx(0.0)
+
+
+def test_above_the_window_the_rows_kept_until_the_next_chunk_start_that_much_earlier():
+    # 0.72 s after its observation the row for now is 11; 8 rows must remain until the next chunk:
+    # rows 7-14, each played 0.72 - 7/15 s after its moment (the issue's least lateness at one
+    # request per window, L - (H - W)/hz)
+    taken = take_over([], Arrival(steady(0.0), ABSOLUTE, 10.0), last=None, now=10.72, hz=HZ, keep=8)
+    assert taken.row_now == 11 and [a.row for a in taken.rows] == list(range(7, 15))
+    for k, action in enumerate(taken.rows):
+        assert lateness_s(action, 10.72 + k / HZ, HZ) == pytest.approx(0.72 - 7 / HZ)
+    assert lateness_s(taken.rows[0], 10.72, HZ) == pytest.approx(expected_lateness_s(0.72, WINDOW / HZ, ROWS / HZ))
+
+
+def test_a_chunk_whose_rows_are_all_past_still_supplies_the_rows_to_keep():
+    taken = take_over([], Arrival(steady(0.0), ABSOLUTE, 10.0), last=None, now=11.5, hz=HZ, keep=20)
+    assert taken.row_now > ROWS and [a.row for a in taken.rows] == list(range(ROWS))
+
+
+@pytest.mark.parametrize("late_s", [0.3, 0.7, 0.9])
+def test_the_seam_never_steps_the_arm_back_nor_jumps(late_s):
+    # The arm moved on while the chunk was computed: its rows start behind the last target.
+    last = Action([late_s * HZ * STEP] * 2 + [0.5], 0)
+    taken = take_over([], Arrival(steady(0.0), ABSOLUTE, 10.0, [0.0, 0.0]), last=last, now=10.0 + late_s, hz=HZ,
+                      keep=8)
+    path = [float(last[0]), *targets(taken.rows)]
+    steps = [b - a for a, b in zip(path, path[1:])]
+    assert min(steps) > 0  # forward, never back
+    assert max(steps) <= 1.5 * STEP + 1e-12  # and no jump: at most half a step more than the chunk's own
+
+
+def test_displacement_rows_keep_their_values_and_their_targets_continue_the_last_one():
+    # joint_delta: row i is the displacement from the observation's joints (0.1, 0.1)
+    rows = [[(i + 1) * STEP, (i + 1) * STEP, 0.5] for i in range(ROWS)]
+    last = Action([12 * STEP, 12 * STEP, 0.5], 11, q_ref=[0.1, 0.1])
+    taken = take_over([], Arrival(rows, DELTA, 10.0, [0.1, 0.1, 0.0]), last=last, now=10.7, hz=HZ, keep=8)
+    for action in taken.rows:
+        assert list(action) == pytest.approx(rows[action.row])  # the rows as the model sent them
+    path = [last.target(2)[0], *(a.target(2)[0] for a in taken.rows)]
+    assert min(b - a for a, b in zip(path, path[1:])) > 0
+
+
+def test_rows_left_by_predict_are_replaced_and_a_chunk_older_than_the_buffer_replaces_nothing():
+    from_predict = [[0.1, 0.1, 0.5]] * 8  # plain rows: they say nothing of their observation
+    taken = take_over(from_predict, Arrival(steady(0.0), ABSOLUTE, 10.0), last=None, now=10.7, hz=HZ, keep=8)
+    assert taken is not None and taken.replaced == 8
+    newer = buffered_from(10.5, range(7, 15))
+    assert take_over(newer, Arrival(steady(0.0), ABSOLUTE, 10.0), last=None, now=10.7, hz=HZ, keep=8) is None
+
+
+def test_lateness_is_the_time_played_less_the_moment_its_row_was_for():
+    action = Action([0.0], 9)
+    assert moment_of(action, HZ) is None and lateness_s([0.0], 1.0, HZ) is None  # no observation: not known
+    action.observed_at = 100.0
+    assert moment_of(action, HZ) == pytest.approx(100.6)
+    assert lateness_s(action, 101.0, HZ) == pytest.approx(0.4)
+    assert lateness_s(action, 100.5, HZ) == pytest.approx(-0.1)  # played early: negative, not hidden
+
+
+def test_the_rows_to_keep_reach_the_moment_the_next_chunk_can_be_counted_on():
+    assert rows_to_keep(10.0, None, HZ, WINDOW) == WINDOW  # nothing in flight: a window
+    assert rows_to_keep(10.0, 10.4, HZ, WINDOW) == 6  # ticks at 10.0, 10.067, ... 10.333
+    assert rows_to_keep(10.0, 10.41, HZ, WINDOW) == 7
+    assert rows_to_keep(10.0, 9.0, HZ, WINDOW) == 1  # overdue: still the row for now
+
+
+# -- the request budget ---------------------------------------------------------------------
+
+
+def test_the_default_budget_is_one_request_per_window_played():
+    assert default_budget(HZ, WINDOW) == pytest.approx(1.875)
+    rate = default_budget(HZ, WINDOW)
+    starts, last = [], None
+    for tick in range(150):  # 10 s of ticks, a request always on its way above the window
+        now = tick / HZ
+        if request_due(now, last_started=last, in_flight=1, buffered_s=0.5, lead_s=0.94, budget=rate):
+            starts.append(now)
+            last = now
+    assert len(starts) == pytest.approx(10 * 1.875, abs=1)
+
+
+def test_a_larger_budget_starts_requests_sooner_whatever_is_buffered():
+    assert not request_due(10.3, last_started=10.0, in_flight=2, buffered_s=1.0, lead_s=0.9, budget=1.875)
+    assert request_due(10.3, last_started=10.0, in_flight=2, buffered_s=1.0, lead_s=0.9, budget=4.0)
+    assert request_due(10.0, last_started=None, in_flight=0, buffered_s=1.0, lead_s=None, budget=1.875)
+
+
+def test_the_arm_never_waits_on_the_budget_for_a_request_it_needs():
+    # nothing on its way and the rows buffered down to the lead: a request now, budget or not
+    assert request_due(10.1, last_started=10.0, in_flight=0, buffered_s=0.5, lead_s=0.94, budget=0.1)
+    assert not request_due(10.1, last_started=10.0, in_flight=1, buffered_s=0.5, lead_s=0.94, budget=0.1)
+    assert not request_due(10.1, last_started=10.0, in_flight=0, buffered_s=0.5, lead_s=None, budget=0.1)
+
+
+def test_the_budget_physics_of_the_issue():
+    assert expected_age_s(0.7, WINDOW / HZ) == pytest.approx(0.967, abs=1e-3)  # L + W/2
+    assert expected_lateness_s(0.7, WINDOW / HZ, ROWS / HZ) == pytest.approx(0.233, abs=1e-3)
+    assert expected_lateness_s(0.7, 0.3, ROWS / HZ) == 0.0  # I <= H/hz - L: rows at their moment
+    assert budget_for_lateness(0.7, ROWS / HZ) == pytest.approx(1 / 0.16)  # the issue's 1/(H/hz - 1.2 L)
+    assert budget_for_lateness(0.9, ROWS / HZ) is None  # 1.2 L past the chunk: no rate can
+    assert in_flight_for(0.7, 1 / 0.16) == 5  # more than today's cap of 4 requests in flight
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "3", True])
+def test_a_budget_that_is_not_a_positive_rate_is_one_clear_error(value):
+    with pytest.raises(InvalidArgument, match="request_budget"):
+        check_budget(value)
+    assert check_budget(None) is None and check_budget(4) == 4.0
