@@ -22,7 +22,6 @@ import argparse
 import os
 import sys
 import tempfile
-import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -39,9 +38,7 @@ BEFORE = {"lookahead": 1, "stitch": "align"}  # the node's loop before pipelinin
 def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: int,
          log: Callable[..., None] = print) -> Dict[str, object]:
     """One goal on a fresh platform, node and arm: the figures, or {"error": why}."""
-    import rclpy
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
     from sensor_msgs.msg import Image, JointState
     from sequence_ai_ros.action import Act
@@ -49,6 +46,7 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     from std_msgs.msg import Float64MultiArray
 
     from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
+    from sequence_ai_ros.spinning import Spinning
 
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
     tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
@@ -59,12 +57,8 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
         node_process = NodeProcess("policy_node", namespace=namespace, params_files=[config_path("policy.yaml")],
                                    parameters={**NODE, **overrides}, env=platform.env(),
                                    log_path=os.path.join(tmp, "policy_node.log"))
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        planner = rclpy.create_node("bench_planner", context=context)
-        executor = MultiThreadedExecutor(num_threads=2, context=context)
-        executor.add_node(planner)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spun = Spinning()
+        planner = spun.create_node("bench_planner")
         commands: List[tuple] = []
         warming: List = []
         heard: Dict[str, int] = {}  # the simulated arm's topics, as the node will hear them
@@ -82,7 +76,7 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
             planner.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append,
                                         latched)
             act = ActionClient(planner, Act, f"{namespace}/sequence_ai_policy/act")
-            spinner.start()
+            spun.spin([planner], threads=2)
             if not common.wait_until(lambda: bool(warming) and warming[-1].ready, 90.0) or not node_process.running:
                 return {"error": "the node never became ready: " + node_process.output()[-400:]}
             if not act.wait_for_server(timeout_sec=30.0):
@@ -100,9 +94,7 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
                 return {"error": "goal did not finish"}
             outcome = answer.result().result.outcome
         finally:
-            executor.shutdown(timeout_sec=2.0)
-            planner.destroy_node()
-            rclpy.shutdown(context=context)
+            spun.close()
             node_process.stop()
             sim.stop()
     moved = [(t - started, target) for t, target in commands if t >= started][: int(outcome.actions)]

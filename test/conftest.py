@@ -4,11 +4,12 @@
     platform         the session platform after clear_faults(), so a test's faults never leak
     fresh_platform   a platform of its own, for tests that restart, kill or stop things
 
-Run in parallel (pytest-xdist, `scripts/workspace.sh test` starts three workers with
-`--dist loadgroup`), each worker has a ROS domain of its own (the run's ROS_DOMAIN_ID plus its
-number: scripts/ros_domains.py), a temp dir of its own (TMPDIR, inside pytest's basetemp) and
-its own local platform. A module whose tests share a slow module-scoped fixture (a node, a
-launched system) is kept on one worker by its `pytest.mark.xdist_group`, named after the module.
+Run in parallel (pytest-xdist: `scripts/workspace.sh test` starts three workers; `-n N` alone
+means `--dist loadgroup` here), each worker has a ROS domain of its own (the run's
+ROS_DOMAIN_ID plus its number: scripts/ros_domains.py), a temp dir of its own (TMPDIR, inside
+pytest's basetemp) and its own local platform. The tests of a module that shares a fixture wider
+than one test (a node, a launched system) stay on one worker: an `xdist_group` named after the
+module is set here, for any such module. A test marked `alone` runs while no other test does.
 """
 
 from __future__ import annotations
@@ -84,6 +85,14 @@ def fresh_platform() -> Iterator[LocalPlatform]:
 # -- parallel runs --------------------------------------------------------------------------------
 
 _SHARED_SCOPES = ("class", "module", "package")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which would make it `load`
+def pytest_cmdline_main(config) -> None:
+    """`-n N` without `--dist`: loadgroup, so the groups below hold. (Not in pytest.ini's addopts:
+    a run without xdist installed, as test_python_versions.py makes, would refuse the option.)"""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "no":
+        config.option.dist = "loadgroup"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)

@@ -27,8 +27,8 @@ SERIES = tuple(v.strip() for v in os.environ.get("SEQUENCES_TEST_PYTHONS", "3.9"
 # Client tests that need no ROS: catalogue, observations, encoding, actions, one-shot calls,
 # the control loop, the simulated arm, the mock tier and the 0.20.0 names.
 CLIENT_TESTS = [f"test/client/{name}.py" for name in (
-    "test_parity", "test_observation", "test_encode", "test_actions", "test_oneshot", "test_run_basic",
-    "test_sim", "test_mock")]
+    "test_parity", "vision/test_observation", "vision/test_encode", "act/test_actions", "oneshot/test_oneshot",
+    "loop/test_run_basic", "test_sim", "net/test_mock")]
 TEST_TOOLS = ["pytest>=7", "pytest-timeout", "setuptools>=77", "wheel"]
 
 

@@ -164,7 +164,7 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(shared, pla
     reply = planner.call(planner.interrupt, Trigger.Request())
     assert reply.success
     response = Planner.result(handle)
-    assert response.status == 5  # GoalStatus.STATUS_CANCELED
+    assert response.status == 6  # GoalStatus.STATUS_ABORTED: the goal's client did not cancel it
     assert response.result.status == Act.Result.STATUS_INTERRUPTED
     assert response.result.outcome.reason == "interrupted" and response.result.outcome.held
     # Every command the outcome counts, and the hold, may reach this process late (it now and
@@ -184,7 +184,7 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(shared, platform)
     called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     assert planner.cancel(handle), "the cancel request was not answered"
     response = Planner.result(handle)
-    assert response.status == 5
+    assert response.status == 5  # GoalStatus.STATUS_CANCELED
     assert response.result.status == Act.Result.STATUS_CANCELED
     assert response.result.outcome.reason == "canceled" and response.result.outcome.held
     stamps = arm.settled_stamps(response.result.outcome.actions + 1)  # as above

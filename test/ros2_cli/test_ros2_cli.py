@@ -124,14 +124,14 @@ def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_re
     assert [text for _, text in record.instructions] == ["pick up the red cube", "put it on the plate"]
 
 
-def test_interrupt_cancels_the_goal_and_holds_and_with_no_run_both_services_refuse(arms):
+def test_interrupt_ends_the_goal_held_and_with_no_run_both_services_refuse(arms):
     ros2 = arms.ros2
     running = send(arms, LEFT, "pick up the red cube", 20.0)
     assert running.wait_for(moving, 30.0), running.text[-2000:]
     reply = ros2.run("service", "call", f"{LEFT}/interrupt", "std_srvs/srv/Trigger")
     assert "success=True" in reply.stdout, reply.stdout + reply.stderr
     out = GoalOutput(running.finish(30.0))
-    assert out.status == "CANCELED" and out.result["status"] == 3, running.text[-3000:]  # STATUS_INTERRUPTED
+    assert out.status == "ABORTED" and out.result["status"] == 3, running.text[-3000:]  # STATUS_INTERRUPTED
     assert out.result["outcome"]["reason"] == "interrupted" and out.result["outcome"]["held"]
     idle_stop = ros2.start("service", "call", f"{LEFT}/interrupt", "std_srvs/srv/Trigger")
     idle_change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",
