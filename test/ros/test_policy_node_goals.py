@@ -282,7 +282,9 @@ def test_until_topic_ends_the_run_with_reason_until(shared, platform):
 def test_worker_restart_mid_run_continues_or_ends_held_with_a_reason(shared, platform):
     ros, process, arm, planner = shared
     handle = moving_goal(planner, arm, 5.0, commands=10)
+    before = platform.worker()
     platform.fault("restart_worker")
+    assert platform.worker() != before, "the worker did not restart"
     response = Planner.result(handle)
     outcome = response.result.outcome
     assert outcome.held

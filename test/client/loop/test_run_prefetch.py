@@ -190,6 +190,8 @@ def test_prefetch_rides_out_jittery_latency_without_underruns(platform):
     with policy_for(platform) as policy:
         out = policy.run(**run_kwargs(robot), max_actions=90)
     assert out.reason == "completed" and out.underruns <= 1, out  # the first refill has no deviation yet
+    served = [r["worker_ms"] for r in platform.requests()]
+    assert len(served) >= 10 and min(served) >= 120, f"the worker did not take the injected latency: {served}"
 
 
 def _cosmos_observation():
