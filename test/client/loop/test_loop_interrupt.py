@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from _loop_robot import PERIOD, Robot, observation, policy_for, run_kwargs
+from _loop_robot import Robot, observation, policy_for, run_kwargs
 from eventually import wait_until
 
 # Expected, documented warnings of the paths these tests drive on purpose.
