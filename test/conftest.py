@@ -105,10 +105,12 @@ def pytest_collection_modifyitems(config, items) -> None:
         if item.get_closest_marker("xdist_group") is None and any(
                 d.scope in _SHARED_SCOPES for defs in definitions.values() for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
-    # The long tests first (stable: otherwise in collection order), so that none of them starts last
-    # and keeps one worker busy after the others are done. xdist hands out the shared groups first
-    # (largest first), then single tests in this order.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # The modules with long tests first (stable: otherwise in collection order, and each module's
+    # tests in their own order, which some rely on), so that none of them starts last and keeps
+    # one worker busy after the others are done. xdist hands out the shared groups first (largest
+    # first), then single tests in this order.
+    slow = {item.module for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.module not in slow)
 
 
 @pytest.fixture(autouse=True)

@@ -89,7 +89,9 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
 
 def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_rejected(arms):
     ros2 = arms.ros2
-    left = send(arms, LEFT, "pick up the red cube", 10.0)
+    # The left goal lasts long enough for two more ros2 commands to start, find the node and be
+    # answered while it runs: on a loaded machine that took more than 10 s.
+    left = send(arms, LEFT, "pick up the red cube", 25.0)
     right = send(arms, RIGHT, "open the drawer", 10.0)
     assert left.wait_for(moving, 30.0), left.text[-2000:]
     change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",
@@ -108,7 +110,7 @@ def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_re
         assert outcome["reason"] == "timeout" and outcome["held"] and outcome["actions"] > 20, outcome
         assert outcome["final_instruction"] == final
         assert outcome["instruction_swaps"] == (1 if final != instruction else 0), outcome
-        assert len(out.feedback) >= 8, "feedback at >= 2 Hz for 10 s"
+        assert len(out.feedback) >= 8, "feedback at >= 2 Hz for 10 s or more"
         assert out.feedback[0]["instruction"] == instruction, out.feedback[0]
     assert any(f["instruction"] == "put it on the plate" for f in GoalOutput(left.text).feedback)
     # The left arm was launched with record_dir:=...: its goal is in a file there; the right arm's not.
