@@ -57,6 +57,8 @@ _LAZY = {
     "EmbedResult": "._oneshot._perception",
     "DepthResult": "._oneshot._perception",
     "SimulatedArm": ".sim",
+    "MAX_RUN_SECONDS": "._loop._settings",
+    "INSTRUCTION_LIMIT_CHARS": "._loop._instruction",
 }
 # sub-modules, also reachable as attributes without an import (as in 0.20.0)
 _MODULES = {"recipes", "errors", "types", "perceive", "act", "sim"}

@@ -18,7 +18,7 @@ from ._act._chunk import ActionChunk, Prediction
 from ._act._request import ObservationCheck
 from ._catalogue._model_row import ModelRow
 from ._console import status_line, warn_user
-from ._errors import ChunkExhausted, InvalidArgument, InvalidRequest, SequencesError, Unavailable
+from ._errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
 from ._link._telemetry import TelemetrySender
 from ._link._worker import WorkerConnection
 from ._loop._control_loop import ControlLoop
@@ -27,7 +27,7 @@ from ._loop._instruction import InstructionLatch
 from ._loop._outcome import RunOutcome, RunProgress
 from ._loop._pacing import Pacer
 from ._loop._refill import InFlight, Refills
-from ._loop._settings import AUTO, RunSettings
+from ._loop._settings import AUTO, RunSettings, check_max_seconds
 from ._loop._warming import WarmWait, eta_of
 from ._net._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._waiting import Interrupted, InterruptFlag, Waiter
@@ -252,8 +252,7 @@ class Policy:
     def act(self, instruction: str, observe: Callable[[], Any], act: Callable[[List[float]], Any], *,
             max_seconds: float, until: Optional[Callable[[], bool]] = None, **run_kwargs: Any) -> RunOutcome:
         """run() with `instruction` pinned on every observation, bounded by `max_seconds`."""
-        if not isinstance(max_seconds, (int, float)) or isinstance(max_seconds, bool) or max_seconds <= 0:
-            raise InvalidArgument("max_seconds must be a number > 0")
+        check_max_seconds(max_seconds)  # before the action bound below is computed from it
         max_actions = run_kwargs.pop("max_actions", None) or int(max_seconds * 1000) + 1000
         with self._guard.driving():  # refused before it could touch the running loop's instruction
             self._latch.set(instruction)

@@ -1,48 +1,137 @@
-"""The optional e-stop input: a latched `std_msgs/Bool` topic (parameter `estop_topic`).
+"""The optional e-stop input: a latched `std_msgs/Bool` topic (parameter `estop_topic`), tracked
+per publisher (estop_sources.py says what engages it and what releases what).
 
-`true` stops the running goal within one control period (hold, outcome `estop`, goal aborted with
-STATUS_ESTOP) and refuses every goal until a `false` releases it. The subscription is RELIABLE and
-TRANSIENT_LOCAL, so a node that starts after the e-stop was pressed still sees it; a publisher
-that is not latched cannot connect, and the node logs an error naming the topic when one tries.
-Before any message arrives the e-stop counts as released.
+Engaged, it stops the running goal within one control period (hold, outcome `estop`, the goal
+aborted with STATUS_ESTOP) and refuses every goal, naming why. The subscription is RELIABLE and
+TRANSIENT_LOCAL, so a node that starts while a publisher presses still sees that press, and its
+history is KEEP_ALL: a press from one publisher is never pushed out of the queue by a burst of
+`false` from another. The ROS graph is read every GRAPH_POLL_S to learn which publishers are
+there and which went away (a SIGKILLed one disappears when its DDS participant's lease runs out:
+Fast DDS's default is 20 s). `~/release_estop` (std_srvs/Trigger) is the explicit release.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import threading
+import time
+from typing import Callable, List
 
-from std_msgs.msg import Bool
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
 
 try:
     from rclpy.event_handler import SubscriptionEventCallbacks
 except ImportError:  # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks
 
-from .qos import LATCHED
+from .diagnostics import estop_status
+from .estop_input import GID_BYTES, EStopInput
+from .estop_sources import EStopSources, Source
 
 __all__ = ["EStop"]
 
+GRAPH_POLL_S = 0.25  # how often the graph is read (and the heartbeat checked, if it is not faster)
+# Latched like every TRANSIENT_LOCAL topic of the node, but every sample kept until taken.
+ESTOP_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
 
 class EStop:
-    def __init__(self, node, topic: str, on_engaged: Callable[[], None], callback_group=None):
+    def __init__(self, node, topic: str, *, start_engaged: bool, heartbeat_s: float,
+                 on_engaged: Callable[[], None], callback_group=None):
         self.topic = node.resolve_topic_name(topic)
-        self.engaged = False
-        self._on_engaged = on_engaged
+        self._node = node
         self._logger = node.get_logger()
+        self._on_engaged = on_engaged
+        self._heartbeat_s = heartbeat_s
+        self.sources = EStopSources(start_engaged=start_engaged, heartbeat_s=heartbeat_s, now_s=time.monotonic)
+        self._lock = threading.Lock()  # one transition logged at a time, in order
+        self._was_engaged = False
         events = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
-        node.create_subscription(Bool, topic, self._on_message, LATCHED, callback_group=callback_group,
-                                 event_callbacks=events)
+        self._input = EStopInput(node, topic, ESTOP_QOS, self._on_message, callback_group, events, self._on_broken)
+        # A steady clock: the graph and a dead-man's heartbeat are wall-time matters, even under use_sim_time.
+        period = min(GRAPH_POLL_S, heartbeat_s / 4) if heartbeat_s > 0 else GRAPH_POLL_S
+        node.create_timer(period, self._poll, callback_group=callback_group, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        node.create_service(Trigger, "~/release_estop", self._release, callback_group=ReentrantCallbackGroup())
+        holds = self.sources.holds()  # no goal to stop yet: only say so
+        self._was_engaged = bool(holds)
+        if holds:
+            self._logger.error(f"e-stop engaged on {self.topic}: {'; '.join(holds)}: goals are refused")
 
-    def _on_message(self, message: Bool) -> None:
-        if message.data:
-            if not self.engaged:
-                self._logger.error(f"e-stop engaged on {self.topic}: stopping and refusing goals until released")
-            self.engaged = True  # before stopping: a goal claimed meanwhile sees it (node.py)
+    @property
+    def engaged(self) -> bool:
+        return self.sources.engaged
+
+    def refusal(self) -> str:
+        """Why a goal is refused now, or "" when the e-stop is released."""
+        holds = self.sources.holds()
+        return f"e-stop engaged on {self.topic}: {'; '.join(holds)}" if holds else ""
+
+    def status(self, node_name: str) -> DiagnosticStatus:
+        return estop_status(name=node_name, topic=self.topic, holds=self.sources.holds(), sources=self.sources.sources(),
+                            heartbeat_s=self._heartbeat_s, heartbeat_age_s=self.sources.heartbeat_age_s(),
+                            now_s=time.monotonic())
+
+    def destroy(self) -> None:
+        self._input.destroy(self._node)
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def _on_message(self, pressed: bool, gid: bytes) -> None:
+        source, before = self.sources.heard(gid, pressed)
+        if pressed and before is not True:
+            self._logger.error(f"e-stop pressed by {source.label} on {self.topic}")
+        elif not pressed and before is True:
+            self._logger.warning(f"e-stop press of {source.label} released on {self.topic}")
+        self._update()
+
+    def _poll(self) -> None:
+        listed = {}
+        for info in self._node.get_publishers_info_by_topic(self.topic):
+            name = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+            qos = info.qos_profile
+            connectable = (info.topic_type == "std_msgs/msg/Bool" and qos.reliability == ReliabilityPolicy.RELIABLE
+                           and qos.durability == DurabilityPolicy.TRANSIENT_LOCAL)
+            listed[bytes(info.endpoint_gid[:GID_BYTES])] = (name, connectable)
+        for source in self.sources.listed(listed):
+            self._log_gone(source)
+        self._update()
+
+    def _log_gone(self, source: Source) -> None:
+        if source.pressed:
+            self._logger.error(f"e-stop publisher {source.label} went away while pressing: the e-stop stays "
+                               f"engaged until ~/release_estop")
+        else:
+            self._logger.warning(f"e-stop publisher {source.label} went away ({'silent' if source.pressed is None else 'released'})")
+
+    def _release(self, request, response):
+        response.success, response.message = self.sources.release()
+        if response.success:  # rclpy refuses two severities from one call site, hence two calls
+            self._logger.warning(f"~/release_estop: {response.message}")
+        else:
+            self._logger.error(f"~/release_estop: {response.message}")
+        self._update()
+        return response
+
+    def _update(self) -> None:
+        """Log a change of state, and stop any running goal while engaged."""
+        holds: List[str] = self.sources.holds()
+        with self._lock:
+            was, self._was_engaged = self._was_engaged, bool(holds)
+            if holds and not was:
+                self._logger.error(f"e-stop engaged on {self.topic}: {'; '.join(holds)}: stopping and refusing goals")
+            elif was and not holds:
+                self._logger.warning(f"e-stop released on {self.topic}: goals are accepted again")
+        if holds:
             self._on_engaged()
-        elif self.engaged:
-            self.engaged = False
-            self._logger.warning(f"e-stop released on {self.topic}: goals are accepted again")
 
     def _on_incompatible_qos(self, event) -> None:
         self._logger.error(f"a publisher on the e-stop topic {self.topic} cannot connect: its QoS is not "
-                           f"RELIABLE + TRANSIENT_LOCAL (latched); this node does not see that e-stop")
+                           f"RELIABLE + TRANSIENT_LOCAL (latched); its value is unknown, so it holds the e-stop "
+                           f"engaged until it goes away (/diagnostics names it)")
+
+    def _on_broken(self, why: str) -> None:
+        self._logger.error(f"the e-stop on {self.topic} cannot tell its publishers apart: {why}; every message "
+                           f"counts as a press")

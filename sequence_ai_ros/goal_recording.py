@@ -5,7 +5,9 @@ module opens); the node adds what only it knows: its action feedback, the hold o
 completed (the client holds only on an early ending), and its own RunOutcome message (the reason
 as the node reports it — canceled, stale_input, estop — its message, held, the final
 instruction). The file is finished on a thread of its own, so a slow disk never delays the goal's
-result.
+result. A write error (a full disk) stops the file, never the goal: it is logged at ERROR once,
+when it happens, and the goal's RunOutcome carries it (`recording_error`) when it came before
+the goal ended.
 
     recordings = GoalRecordings.for_node(config, model, node_name, log_error)   # None: record_dir empty
     recorder = recordings.open(goal_id)          # None if the file cannot be created (logged)
@@ -50,16 +52,22 @@ class GoalRecordings:
     @classmethod
     def from_parameter(cls, record_dir: str, **kwargs: Any) -> Optional[GoalRecordings]:
         """None for an empty record_dir; else the folder, created if missing. A folder that cannot
-        be written, or a missing [record] extra, is a ConfigError naming it (the node does not start)."""
-        if not record_dir.strip():
+        be written, a value of only blanks, a `~user` with no home, or a missing [record] extra is a
+        ConfigError naming it (the node does not start)."""
+        if not record_dir:
             return None
+        if not record_dir.strip():
+            raise ConfigError(f"record_dir {record_dir!r} is only blanks; leave it empty for no recording")
         try:
             from sequence_ai.recording.sink import require_mcap
 
             require_mcap()
         except ImportError as exc:
             raise ConfigError(f"record_dir is set but {exc}") from None
-        folder = Path(record_dir).expanduser().absolute()
+        try:
+            folder = Path(record_dir).expanduser().absolute()
+        except RuntimeError:  # pathlib: "Could not determine home directory."
+            raise ConfigError(f"record_dir {record_dir!r}: {record_dir.split('/')[0]} names no user's home") from None
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -75,9 +83,15 @@ class GoalRecordings:
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.folder / f"{stamp}-{goal_id[:8]}.mcap"
+
+        def stopped(error: str) -> None:  # on the recorder's writer thread
+            self._log_error(f"the recording {path} stopped writing ({error}); the goal goes on, "
+                            "the file keeps what was written before")
+
         try:
             recorder = Recorder(path, joint_names=self._joint_names, camera_views=self._views,
-                                extra={"node": self._node, "goal_id": goal_id, "model": self._model})
+                                extra={"node": self._node, "goal_id": goal_id, "model": self._model},
+                                on_error=stopped)
         except Exception as exc:  # never a reason for the goal not to run, nor to skip its hold
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
             self._log_error(f"this goal is not recorded: {path} cannot be created ({why})")
@@ -85,6 +99,12 @@ class GoalRecordings:
         with self._lock:
             self._open.append(recorder)
         return recorder
+
+    @staticmethod
+    def describe(msg: Any, recorder: Any) -> None:
+        """The goal's RunOutcome message names its file and what stopped it (so far)."""
+        msg.recording = recorder.path
+        msg.recording_error = recorder.error or msg.recording_error
 
     def finish(self, recorder: Any, outcome: Any) -> Optional[threading.Thread]:
         """Write the node's outcome message to `recorder` and finish its file on a thread of its own."""

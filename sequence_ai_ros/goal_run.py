@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 __all__ = ["GoalRun", "GoalSlot", "RunStopped"]
 
@@ -75,7 +75,11 @@ class GoalRun:
 class GoalSlot:
     """The one goal the node drives at a time. With busy_policy reject a goal holds the slot from
     its acceptance (`reserve`) to its end, so the next one is rejected at once; with preempt a new
-    goal stops the running one (reason interrupted) and takes the slot once it has ended."""
+    goal stops the running one (reason interrupted) and takes the slot once it has ended.
+
+    A goal can be cancelled after its acceptance and before its run begins (waiting for a preempted
+    goal to stop, or for a free executor thread): `cancel` remembers it, and its run stops as it
+    begins. It used to run on, to its time bound or the next preemption."""
 
     def __init__(self, preempt: bool, interrupt: Callable[[], None]):
         self._preempt = preempt
@@ -83,6 +87,7 @@ class GoalSlot:
         self._lock = threading.Lock()
         self._run: Optional[GoalRun] = None
         self._reserved = False
+        self._canceled_early: List[Any] = []  # goal handles (rclpy's are unhashable: kept by identity)
         self._idle = threading.Event()
         self._idle.set()
 
@@ -120,10 +125,31 @@ class GoalSlot:
                     begin(run)
                     self._run = run
                     self._idle.clear()
+                    if self._forget_cancel(goal_handle):
+                        run.stop("canceled")
                     return run
             running.stop("interrupted")
             if not self._idle.wait(max(0.0, deadline - time.monotonic())):
+                with self._lock:
+                    self._forget_cancel(goal_handle)
                 return None
+
+    def cancel(self, goal_handle: Any) -> None:
+        """A cancel request for `goal_handle`'s goal: its run stops now, or as it begins."""
+        with self._lock:
+            run = self._run
+            if run is None or run.goal_handle is not goal_handle:
+                self._canceled_early.append(goal_handle)  # taken out when its run is claimed
+                return
+        run.stop("canceled")
+
+    def _forget_cancel(self, goal_handle: Any) -> bool:
+        """(The slot locked.) Whether `goal_handle`'s goal was cancelled before its run began."""
+        for i, handle in enumerate(self._canceled_early):
+            if handle is goal_handle:
+                del self._canceled_early[i]
+                return True
+        return False
 
     def release(self, run: Optional[GoalRun]) -> None:
         """A goal ended (`run` None: it never ran): the slot is free."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import sequence_ai
+
 from .goal_run import GoalSlot
 
 __all__ = ["NO_RUN", "GoalServices"]
@@ -27,6 +29,10 @@ class GoalServices:
             response.previous = (self.policy.instruction if run.started else run.requested or run.instruction) or ""
             if not text.strip():
                 response.message = "instruction is empty; the instruction in force is unchanged"
+                return response
+            if len(text) > sequence_ai.INSTRUCTION_LIMIT_CHARS:  # the client refuses it too
+                response.message = (f"instruction is {len(text)} characters; the model's worker takes at most "
+                                    f"{sequence_ai.INSTRUCTION_LIMIT_CHARS}; the instruction in force is unchanged")
                 return response
             response.accepted = True
             if text == response.previous:

@@ -7,6 +7,7 @@
     ~/warming          sequence_ai_ros/msg/WarmingStatus  TRANSIENT_LOCAL, depth 1
     ~/instruction      std_msgs/String                 TRANSIENT_LOCAL, depth 1
     ~/goal_refused     std_msgs/String                 why the latest goal was rejected, TRANSIENT_LOCAL
+    ~/release_estop    std_srvs/srv/Trigger            the e-stop's explicit release (estop_topic set)
     /diagnostics       diagnostic_msgs/DiagnosticArray
 
 One goal runs at a time on its own thread, inside `Policy.run()`; the control timer (at the
@@ -17,7 +18,6 @@ terminal goal state.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -41,6 +41,7 @@ from .commands import CommandMapping, CommandPublisher
 from .companions import companion_node, subscribe_inputs
 from .diagnostics import TickRate, policy_loop_status
 from .estop import EStop
+from .goal_fields import goal_fields_problem
 from .goal_recording import GoalRecordings
 from .goal_run import GoalRun, GoalSlot
 from .goal_services import GoalServices
@@ -93,7 +94,8 @@ class PolicyNode(Node):
         if c.until_topic:
             self.create_subscription(Bool, c.until_topic, lambda m: m.data and self._until.set(), 10,
                                      callback_group=inputs_group)
-        self.estop = EStop(self, c.estop_topic, self._on_estop, inputs_group) if c.estop_topic else None
+        self.estop = EStop(self, c.estop_topic, start_engaged=c.estop_start_engaged, heartbeat_s=c.estop_heartbeat_s,
+                           on_engaged=self._on_estop, callback_group=inputs_group) if c.estop_topic else None
 
         # Outputs.
         publisher = CommandPublisher(self, c, COMMANDS, self.get_logger().info)
@@ -178,14 +180,13 @@ class PolicyNode(Node):
 
     # -- goals ----------------------------------------------------------------------------------
     def _refusal(self, goal: Any) -> Optional[str]:
-        if not goal.instruction.strip():
-            return "instruction is empty"
-        if not (goal.max_seconds > 0 and math.isfinite(goal.max_seconds)):
-            return f"max_seconds must be > 0 (got {goal.max_seconds})"
+        problem = goal_fields_problem(goal)  # what run() would refuse, refused before acceptance
+        if problem is not None:
+            return problem
         if self._closing.is_set():
             return "the node is shutting down"
         if self.estop is not None and self.estop.engaged:
-            return f"e-stop engaged on {self.estop.topic}: publish false there to release it"
+            return self.estop.refusal() or f"e-stop engaged on {self.estop.topic}"
         return self.warmup.refusal()
 
     def _on_goal(self, goal: Any) -> GoalResponse:
@@ -199,9 +200,7 @@ class PolicyNode(Node):
         return GoalResponse.REJECT
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        run = self.goals.run
-        if run is not None and run.goal_handle is goal_handle:
-            run.stop("canceled")
+        self.goals.cancel(goal_handle)  # also a goal whose run has not begun yet
         return CancelResponse.ACCEPT
 
     def _on_estop(self) -> None:
@@ -231,15 +230,6 @@ class PolicyNode(Node):
 
     def _drive(self, run: GoalRun, goal: Any) -> Any:
         c = self.config
-        self._until.clear()
-        self.instruction_pub.publish(String(data=goal.instruction))
-        self.policy.discard_buffer()  # a new goal never plays rows computed for an old one
-        self.ticks.reset()
-        max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
-        max_seconds = self.run_clock.start(float(goal.max_seconds))  # sim time: checked on the ticks
-        if self.recordings is not None:
-            run.recorder = self.recordings.open(bytes(run.goal_handle.goal_id.uuid).hex())
-            self.arm.publisher.recorder = run.recorder  # every command and hold as published
 
         def observe() -> Any:
             run.check()  # a stop that came before run() began (it clears the interrupt flag)
@@ -258,8 +248,21 @@ class PolicyNode(Node):
         outcome = None
         reason, message = "", ""
         earlier = getattr(self.policy, "last_outcome", None)  # a previous goal's, not this one's
-        before = self.priority.raise_thread()  # this thread publishes on the ticks (realtime.py)
+        before = None
+        # Everything the goal computes is inside: whatever raises, the arm holds once and the
+        # outcome goes out (a max_seconds of 1e308 once overflowed here, before the try: no hold,
+        # no outcome, a result of status 0).
         try:
+            self._until.clear()
+            self.instruction_pub.publish(String(data=goal.instruction))
+            self.policy.discard_buffer()  # a new goal never plays rows computed for an old one
+            self.ticks.reset()
+            max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
+            max_seconds = self.run_clock.start(float(goal.max_seconds))  # sim time: checked on the ticks
+            if self.recordings is not None:
+                run.recorder = self.recordings.open(bytes(run.goal_handle.goal_id.uuid).hex())
+                self.arm.publisher.recorder = run.recorder  # every command and hold as published
+            before = self.priority.raise_thread()  # this thread publishes on the ticks (realtime.py)
             outcome = self.policy.run(
                 observe=observe, act=lambda row: self._act_on_beat(run, row), validate=self.arm.validate,
                 hold=hold, max_actions=max_actions, max_seconds=max_seconds,
@@ -302,7 +305,7 @@ class PolicyNode(Node):
         msg = outcome_message(outcome, reason=reason, message=message, model=self.model.short_id,
                               instruction=instruction, held=held, stamp=self.get_clock().now().to_msg())
         if recorder is not None:
-            msg.recording = recorder.path
+            self.recordings.describe(msg, recorder)
         if reason != "rejected":
             self.outcome_pub.publish(msg)
         if recorder is not None:
@@ -341,8 +344,9 @@ class PolicyNode(Node):
             joint_names=c.joint_names, gripper_joint=c.gripper_joint,
             estop=self.estop.topic if self.estop is not None and self.estop.engaged else None,
         )
+        statuses = [status] if self.estop is None else [status, self.estop.status(self.get_fully_qualified_name())]
         self.diagnostics_pub.publish(DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()),
-                                                     status=[status]))
+                                                     status=statuses))
 
     # -- shutdown -------------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -354,6 +358,12 @@ class PolicyNode(Node):
             run.stop("shutdown")
             self.goals.wait_idle(5.0)
         self.policy.close()
+
+    def destroy_node(self) -> None:
+        estop = getattr(self, "estop", None)
+        if estop is not None:  # its subscription is a Waitable of ours: rclpy does not destroy those
+            estop.destroy()
+        super().destroy_node()
 
     def finish_recordings(self) -> None:
         """After shutdown() and the results have gone out: finish the recordings still being

@@ -136,4 +136,5 @@ def outcome_message(
         msg.observe_s = float(outcome.observe_s)
         msg.action_space = outcome.action_space or ""
         msg.recording_frames_dropped = int(getattr(outcome, "recording_frames_dropped", 0))
+        msg.recording_error = str(getattr(outcome, "recording_error", "") or "")
     return msg

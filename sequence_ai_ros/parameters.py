@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -61,6 +62,8 @@ class NodeConfig:
     busy_policy: str
     until_topic: str
     estop_topic: str
+    estop_start_engaged: bool
+    estop_heartbeat_s: float  # 0: no heartbeat
     feedback_period_s: float
     diagnostics_period_s: float
     realtime_priority: int
@@ -108,7 +111,9 @@ PARAMETERS = {
     "dry_run": (False, dict(description="Compute and log every command but publish nothing")),
     "busy_policy": ("reject", dict(description="A goal arriving while one runs: reject (default) or preempt the running one")),
     "until_topic": ("", dict(description="Optional std_msgs/Bool topic; true ends the run early with reason until")),
-    "estop_topic": ("", dict(description="Optional latched std_msgs/Bool e-stop: true stops the running goal (hold, outcome estop) and refuses goals until false")),
+    "estop_topic": ("", dict(description="Optional latched std_msgs/Bool e-stop, per publisher: true stops the running goal (hold, outcome estop) and refuses goals until that publisher sends false (docs/ROS.md)")),
+    "estop_start_engaged": (True, dict(description="With estop_topic: start engaged, until ~/release_estop is called (a node that starts cannot know what it missed)")),
+    "estop_heartbeat_s": (0.0, dict(description="With estop_topic: engaged when no e-stop message came for this long, s (a dead-man); 0 (default) = off", floats=(0.0, 60.0))),
     "feedback_period_s": (0.25, dict(description="Period of action feedback, s (<= 0.5 for >= 2 Hz)", floats=(0.05, 0.5))),
     "diagnostics_period_s": (1.0, dict(description="Period of /diagnostics, s", floats=(0.1, 10.0))),
     "record_dir": ("", dict(description="Folder for one MCAP recording per goal (<UTC time>-<goal id>.mcap; docs/RECORDING.md); empty (default) = no recording")),
@@ -144,9 +149,13 @@ def check_against_model(config: NodeConfig, model: Any) -> None:
 
 
 def _value(node: Node, name: str) -> Any:
-    parameter = node.get_parameter(name)
+    try:
+        parameter = node.get_parameter(name)
+    except ParameterUninitializedException:  # given without a value: `-p name:=` or only blanks (YAML null)
+        parameter = Parameter(name)
     if parameter.type_ == Parameter.Type.NOT_SET:
-        raise ConfigError(f"parameter {name} is not set")
+        raise ConfigError(f"parameter {name} is not set (a value of only blanks on the command line is no value; "
+                          f"quote it, or leave the parameter out for its default)")
     return parameter.value
 
 
@@ -215,6 +224,8 @@ def read(node: Node) -> NodeConfig:
         busy_policy=_choice(node, "busy_policy", BUSY_POLICIES),
         until_topic=str(_value(node, "until_topic")),
         estop_topic=str(_value(node, "estop_topic")),
+        estop_start_engaged=bool(_value(node, "estop_start_engaged")),
+        estop_heartbeat_s=float(_value(node, "estop_heartbeat_s")),
         feedback_period_s=float(_value(node, "feedback_period_s")),
         diagnostics_period_s=float(_value(node, "diagnostics_period_s")),
         realtime_priority=int(_value(node, "realtime_priority")),

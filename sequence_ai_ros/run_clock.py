@@ -3,14 +3,16 @@
 Under simulated time a goal's `max_seconds` is ROS time: the control tick asks `expired()` and
 ends the run within one period of the clock passing it, and `elapsed_s()` is the run's length in
 ROS time (feedback and outcome). The client's own bound is wall-clock, so it becomes only a safety
-net for a clock that stopped: `wall_bound_s()`. On the wall clock (no sim time) the client bounds
-the run itself and this object stays idle.
+net for a clock that stopped (what `start()` returns; at most the client's MAX_RUN_SECONDS). On the
+wall clock (no sim time) the client bounds the run itself and this object stays idle.
 """
 
 from __future__ import annotations
 
 import threading
 from typing import Callable, Optional
+
+import sequence_ai
 
 __all__ = ["SIM_TIME_WALL_FACTOR", "SIM_TIME_WALL_MARGIN_S", "RunClock"]
 
@@ -36,7 +38,8 @@ class RunClock:
         with self._lock:
             self._max_s = max_seconds
             self._started_s = now if now > 0 else None
-        return max(SIM_TIME_WALL_FACTOR * max_seconds, max_seconds + SIM_TIME_WALL_MARGIN_S)
+        net = max(SIM_TIME_WALL_FACTOR * max_seconds, max_seconds + SIM_TIME_WALL_MARGIN_S)
+        return max(max_seconds, min(net, sequence_ai.MAX_RUN_SECONDS))  # the longest the client takes
 
     def expired(self) -> bool:
         """True once the running goal's max_seconds of ROS time have passed (control tick)."""

@@ -26,9 +26,10 @@ CACHE = ROOT / ".py-versions"
 SERIES = tuple(v.strip() for v in os.environ.get("SEQUENCES_TEST_PYTHONS", "3.9").split(",") if v.strip())
 # Client tests that need no ROS: catalogue, observations, encoding, actions, one-shot calls,
 # the control loop, the simulated arm, the mock tier and the 0.20.0 names.
-CLIENT_TESTS = [f"test/client/{name}.py" for name in (
-    "test_parity", "vision/test_observation", "vision/test_encode", "act/test_actions", "oneshot/test_oneshot",
-    "loop/test_run_basic", "test_sim", "net/test_mock")]
+CLIENT_TEST_NAMES = ("test_parity", "test_observation", "test_encode", "test_actions", "test_oneshot",
+                     "test_run_basic", "test_sim", "test_mock")
+CLIENT_TESTS = [str(path.relative_to(ROOT)) for name in CLIENT_TEST_NAMES
+                for path in (ROOT / "test" / "client").rglob(f"{name}.py")]
 TEST_TOOLS = ["pytest>=7", "pytest-timeout", "setuptools>=77", "wheel"]
 
 
@@ -87,6 +88,7 @@ def test_client_passes_on_python(series):
     python = _interpreter(series)
     if python is None:
         pytest.skip(f"no Python {series} here (looked in ~/.pyenv/versions/{series}.* and for python{series} on PATH)")
+    assert len(CLIENT_TESTS) == len(CLIENT_TEST_NAMES), f"a client test moved or went: {CLIENT_TESTS}"
     CACHE.mkdir(exist_ok=True)
     venv = _venv_with_client(series, python)
     probe = _run([venv / "bin" / "python", "-c", "import sys, sequence_ai; print(sys.version_info[:2], sequence_ai.__file__)"],

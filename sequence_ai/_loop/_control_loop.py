@@ -355,8 +355,8 @@ class ControlLoop:
                 except Exception:
                     pass
         outcome = self.final = self.outcome(reason or "completed")
-        if self.recording is not None:
-            self.recording.ended(outcome, held=held)
+        if self.recording is not None:  # the outcome gains what finishing the file found
+            outcome = self.final = self.recording.ended(outcome, held=held)
         if error is not None:
             raise error
         return outcome

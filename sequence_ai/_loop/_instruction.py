@@ -1,4 +1,8 @@
-"""The instruction latch (WIRE.md §7.11): set from any thread, applied to the next request."""
+"""The instruction latch (WIRE.md §7.11): set from any thread, applied to the next request.
+
+An instruction longer than the worker takes (its /act contract: 4096 characters; no catalogue row
+carries a limit) is refused here, as InvalidArgument, before it is in force: sent, it would end the
+run with the worker's 422 at the next request."""
 
 from __future__ import annotations
 
@@ -6,9 +10,20 @@ import threading
 import time
 from typing import Optional, Tuple
 
-from .._errors import InvalidArgumentType
+from .._errors import InvalidArgument, InvalidArgumentType
 
-__all__ = ["InstructionLatch"]
+__all__ = ["INSTRUCTION_LIMIT_CHARS", "InstructionLatch", "check_instruction"]
+
+INSTRUCTION_LIMIT_CHARS = 4096
+
+
+def check_instruction(instruction: object) -> None:
+    """InvalidArgumentType for a non-str, InvalidArgument for one over INSTRUCTION_LIMIT_CHARS."""
+    if not isinstance(instruction, str):
+        raise InvalidArgumentType(f"instruction must be a str, not {type(instruction).__name__}")
+    if len(instruction) > INSTRUCTION_LIMIT_CHARS:
+        raise InvalidArgument(f"instruction is {len(instruction)} characters; the worker takes at most "
+                              f"{INSTRUCTION_LIMIT_CHARS}")
 
 
 class InstructionLatch:
@@ -26,8 +41,7 @@ class InstructionLatch:
             return self._value
 
     def set(self, instruction: str) -> bool:
-        if not isinstance(instruction, str):
-            raise InvalidArgumentType(f"instruction must be a str, not {type(instruction).__name__}")
+        check_instruction(instruction)
         with self._lock:
             if instruction == self._value:
                 return False
@@ -37,8 +51,7 @@ class InstructionLatch:
 
     def seed(self, instruction: str) -> None:
         """Put `instruction` in force without counting it as a swap (run(instruction=...))."""
-        if not isinstance(instruction, str):
-            raise InvalidArgumentType(f"instruction must be a str, not {type(instruction).__name__}")
+        check_instruction(instruction)
         with self._lock:
             self._value = instruction
             self._pending_since = None

@@ -28,6 +28,8 @@ class RunOutcome:
     observe_s: float = 0.0
     # run(record=...): camera frames left out of the recording because the disk fell behind
     recording_frames_dropped: int = 0
+    # run(record=...): the write error that stopped the recording (a full disk), "" when none
+    recording_error: str = ""
 
     @property
     def stopped_early(self) -> bool:
@@ -42,6 +44,8 @@ class RunOutcome:
             parts.append(f"{self.instruction_swaps} instruction swaps (max lag {lag:.2f}s)")
         if self.recording_frames_dropped:
             parts.append(f"{self.recording_frames_dropped} frames not recorded")
+        if self.recording_error:
+            parts.append(f"recording stopped ({self.recording_error})")
         parts.append(self.reason)
         return f"RunOutcome({', '.join(parts)})"
 

@@ -15,12 +15,16 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from .._errors import InvalidArgument, InvalidArgumentType
+from ._instruction import check_instruction
 from ._pacing import MonotonicPacer, Pacer
 from ._stitch import STITCH_MODES
 
-__all__ = ["AUTO", "RunSettings"]
+__all__ = ["AUTO", "MAX_RUN_SECONDS", "RunSettings", "check_max_seconds"]
 
 AUTO = "auto"  # lookahead: as many requests in flight as the latency needs
+# The longest max_seconds a run takes: a day is no single run, and far above it the loop's own
+# arithmetic overflows (1e308 s: act()'s action bound; 1e300 s: a wait's timeout).
+MAX_RUN_SECONDS = 86400.0
 
 Callback = Optional[Callable[..., Any]]
 
@@ -71,8 +75,8 @@ class RunSettings:
         if not isinstance(smooth_seam, int) or isinstance(smooth_seam, bool) or smooth_seam < 0:
             raise InvalidArgument(f"smooth_seam must be an int >= 0 (got {smooth_seam!r})")
         max_seconds = a["max_seconds"]
-        if max_seconds is not None and not (_is_number(max_seconds) and max_seconds > 0):
-            raise InvalidArgument(f"max_seconds must be a number > 0 (got {max_seconds!r})")
+        if max_seconds is not None:
+            check_max_seconds(max_seconds)
         horizon = a["open_loop_horizon"]
         if horizon is not None and (not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 1):
             raise InvalidArgument(f"open_loop_horizon must be an int >= 1 (got {horizon!r})")
@@ -80,8 +84,8 @@ class RunSettings:
         if control_hz is not None and not (_is_number(control_hz) and math.isfinite(control_hz) and control_hz > 0):
             raise InvalidArgument(f"control_hz must be a finite number > 0 (got {control_hz!r})")
         instruction = a.pop("instruction")
-        if instruction is not None and not isinstance(instruction, str):
-            raise InvalidArgumentType(f"instruction must be a str (got {type(instruction).__name__})")
+        if instruction is not None:
+            check_instruction(instruction)
         for name in ("observe", "act"):
             if not callable(a[name]):
                 raise InvalidArgumentType(f"{name} must be callable (got {type(a[name]).__name__})")
@@ -90,6 +94,13 @@ class RunSettings:
         a["episode_id"] = a["episode_id"] or uuid.uuid4().hex
         a["hold_on_underrun"] = a["on_underrun"] is not None and _takes_no_argument(a["on_underrun"])
         return cls(instruction=instruction, **a)
+
+
+def check_max_seconds(max_seconds: Any) -> None:
+    """InvalidArgument unless 0 < max_seconds <= MAX_RUN_SECONDS (NaN and infinities fail it)."""
+    if not (_is_number(max_seconds) and 0 < max_seconds <= MAX_RUN_SECONDS):
+        raise InvalidArgument(f"max_seconds must be a number > 0 and at most {MAX_RUN_SECONDS:g} (a day) "
+                              f"(got {max_seconds!r})")
 
 
 def _is_number(value: Any) -> bool:

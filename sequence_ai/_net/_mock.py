@@ -9,7 +9,10 @@ shares the one platform; no key is needed, and an environment key is not sent to
 
 The client never imports the platform; it runs it: `python -m sequence_ai._net._mock` is a small guard
 process that starts `python -m sequence_ai.platform --json` and stops it when this process's end
-of its stdin closes — at exit, and also when this process is killed.
+of its stdin closes — at exit, and also when this process is killed. The platform in turn holds
+the read end of a pipe only the guard writes to (`--stop-when-stdin-closes`), so a guard killed
+too (SIGKILL, alone or with this process) still takes the platform, and with it its worker, along.
+Neither sees the user's key: the platform makes a fresh one.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ SERVE_DEPENDENCIES = ("fastapi", "uvicorn", "cryptography", "PIL", "numpy")
 SERVE_INSTALL = "pip install 'sequence-ai[serve]'"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
+_USER_KEYS = ("SEQUENCES_API_KEY", "SEQUENCES_LOCAL_KEYS")  # the real service's key; keys a platform would accept
 
 
 class ServeExtraMissing(SequencesError, ImportError):
@@ -122,6 +126,8 @@ def _child_env() -> dict:
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     env.pop("SEQUENCES_BASE_URL", None)  # the platform never reads it; a child client must not recurse
+    for key in _USER_KEYS:  # not the platform's: it makes a key of its own
+        env.pop(key, None)
     return env
 
 
@@ -156,8 +162,10 @@ def _stop_at_exit() -> None:
 
 
 def _guard_main() -> int:
-    """Run the platform with our stdout; stop it when stdin reaches EOF (the client is gone)."""
-    platform = subprocess.Popen([sys.executable, "-m", "sequence_ai.platform", "--json"], stdin=subprocess.DEVNULL)
+    """Run the platform with our stdout; stop it when stdin reaches EOF (the client is gone). The
+    platform's stdin is a pipe this process holds and never writes: its end is this process's end."""
+    platform = subprocess.Popen([sys.executable, "-m", "sequence_ai.platform", "--json", "--stop-when-stdin-closes"],
+                                stdin=subprocess.PIPE)
 
     def stop_when_the_client_is_gone() -> None:
         sys.stdin.buffer.read()

@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", help="the key to accept (else $SEQUENCES_LOCAL_KEYS, else a new seq_test_ key)")
     p.add_argument("--admin-token", help="token for /admin (default: a new random one)")
     p.add_argument("--json", action="store_true", help="print one JSON line with the coordinates first")
+    p.add_argument("--stop-when-stdin-closes", action="store_true",
+                   help="stop when standard input reaches its end: the process holding its other end is gone, "
+                        "however it went (the client's mock tier starts it so)")
     p.add_argument("--policy", metavar="MOD:FN", help="your own policy instead of the stand-ins")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S, metavar="S",
@@ -90,6 +93,8 @@ async def _run(args: argparse.Namespace, state: PlatformState, link: WorkerLink,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # before the coordinates: whoever reads them may signal at once
         loop.add_signal_handler(sig, stop.set)
+    if args.stop_when_stdin_closes:
+        _stop_at_end_of_stdin(loop, stop)
     try:
         for spec in starting:
             try:
@@ -114,6 +119,23 @@ async def _run(args: argparse.Namespace, state: PlatformState, link: WorkerLink,
     finally:
         await shut(*gateway, kill_connections=False)
         await link.close()
+
+
+def _stop_at_end_of_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Set `stop` when stdin reaches its end. Its other end is held by the one process that started
+    this one, so even a SIGKILL of that process (which no signal handler sees) stops the platform."""
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        try:
+            if os.read(fd, 4096):
+                return  # nothing is ever sent; whatever comes is not an end
+        except OSError:
+            pass
+        loop.remove_reader(fd)
+        stop.set()
+
+    loop.add_reader(fd, readable)
 
 
 def _starting_faults(args: argparse.Namespace) -> List[FaultSpec]:

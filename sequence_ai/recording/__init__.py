@@ -8,8 +8,8 @@ without the MCAP packages.
 
 from __future__ import annotations
 
-from .reader import RunRecord, read_run
+from .reader import ReadLimits, RecordingRefused, RunRecord, read_run
 from .recorder import Recorder
 from .sink import RecordingStats
 
-__all__ = ["Recorder", "RecordingStats", "RunRecord", "read_run"]
+__all__ = ["ReadLimits", "Recorder", "RecordingRefused", "RecordingStats", "RunRecord", "read_run"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import __version__
 
@@ -58,10 +58,6 @@ def time_msg(ns: int) -> Dict[str, int]:
 
 def _nan(value: Optional[float]) -> float:
     return math.nan if value is None else float(value)
-
-
-def metadata(name: str, values: Callable[[], Mapping[str, str]]) -> Tuple[str, str, Dict[str, str]]:
-    return ("metadata", name, dict(values()))
 
 
 def run_started(log_ns: int, model: str, episode_id: str, control_hz: Optional[float], joint_names: Sequence[str],

@@ -2,19 +2,24 @@
 
 The file is read front to back (no index needed), so a file whose writer was killed reads up to
 its last complete chunk; `complete` says whether the writer finished it, and `damage` what
-stopped the read early.
+stopped the read early. A file is untrusted input: it is read within `ReadLimits` (walk.py), and
+one that is malformed or over them raises `RecordingRefused`, naming the file and what.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .messages import CAMERA_PREFIX, TOPICS
-from .sink import require_mcap
+from .sink import STATS_METADATA, require_mcap
+from .walk import Budget, CutShort, ReadLimits, RecordingRefused, records
 
-__all__ = ["Answer", "Command", "Frame", "RunRecord", "read_run"]
+__all__ = ["Answer", "Command", "Frame", "ReadLimits", "RecordingRefused", "RunRecord", "read_run"]
+
+_KEPT = frozenset(TOPICS.values())  # the topics decoded (camera frames: only with frames=True)
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,12 @@ class RunRecord:
     outcome_ns: Optional[int] = None
 
     @property
+    def recording_error(self) -> str:
+        """The write error that stopped the recording early (a full disk), from the file's
+        metadata; "" when it has none."""
+        return self.metadata.get(STATS_METADATA, {}).get("error", "")
+
+    @property
     def start_ns(self) -> Optional[int]:
         if self.run is not None:
             return _ns(self.run.header.stamp)
@@ -82,11 +93,11 @@ def _ns(stamp: Any) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
-def read_run(path: Union[str, Path], *, frames: bool = False) -> RunRecord:
-    """Decode the recording at `path`. With frames=True the camera frames' bytes are kept too."""
+def read_run(path: Union[str, Path], *, frames: bool = False, limits: Optional[ReadLimits] = None) -> RunRecord:
+    """Decode the recording at `path`. With frames=True the camera frames' bytes are kept too.
+    RecordingRefused when the file is malformed or over `limits` (default: ReadLimits())."""
     require_mcap()
     from mcap.records import Channel, Footer, Message, Metadata, Schema
-    from mcap.stream_reader import StreamReader
     from mcap_ros2.decoder import DecoderFactory
 
     record = RunRecord(path=str(path))
@@ -94,36 +105,56 @@ def read_run(path: Union[str, Path], *, frames: bool = False) -> RunRecord:
     channels: Dict[int, Any] = {}
     decoders: Dict[int, Any] = {}
     factory = DecoderFactory()
+    budget = Budget(limits or ReadLimits())
     with open(path, "rb") as stream:
         try:
-            for item in StreamReader(stream, validate_crcs=True).records:
-                if isinstance(item, Schema):
+            for item in records(stream, os.fstat(stream.fileno()).st_size, budget):
+                if isinstance(item, Message):
+                    channel = channels.get(item.channel_id)
+                    if channel is None:
+                        raise RecordingRefused(f"a message on channel {item.channel_id}, which the file never declared")
+                    name, count = record.topics[channel.topic]
+                    record.topics[channel.topic] = (name, count + 1)
+                    camera = channel.topic.startswith(CAMERA_PREFIX)
+                    if camera:
+                        view = channel.topic[len(CAMERA_PREFIX):].rsplit("/", 1)[0]
+                        record.frame_counts[view] = record.frame_counts.get(view, 0) + 1
+                    if camera and frames:
+                        _decoded(record, channel, item, decoders, schemas, factory)
+                    elif channel.topic in _KEPT:
+                        budget.decode(len(item.data), channel.topic)
+                        _decoded(record, channel, item, decoders, schemas, factory)
+                elif isinstance(item, Schema):
                     schemas[item.id] = item
                 elif isinstance(item, Channel):
                     channels[item.id] = item
                     record.topics.setdefault(item.topic, (getattr(schemas.get(item.schema_id), "name", ""), 0))
-                elif isinstance(item, Message):
-                    channel = channels[item.channel_id]
-                    name, count = record.topics[channel.topic]
-                    record.topics[channel.topic] = (name, count + 1)
-                    if channel.topic.startswith(CAMERA_PREFIX):
-                        view = channel.topic[len(CAMERA_PREFIX):].rsplit("/", 1)[0]
-                        record.frame_counts[view] = record.frame_counts.get(view, 0) + 1
-                        if not frames:
-                            continue
-                    decode = decoders.get(channel.id)
-                    if decode is None:
-                        decode = decoders[channel.id] = factory.decoder_for(channel.message_encoding,
-                                                                             schemas.get(channel.schema_id))
-                    if decode is not None:
-                        _take(record, channel.topic, item.log_time, decode(item.data))
                 elif isinstance(item, Metadata):
                     record.metadata[item.name] = dict(item.metadata)
                 elif isinstance(item, Footer):
                     record.complete = True
-        except Exception as exc:  # a record cut short: EndOfFile, a bad CRC, a decompressor's own error
-            record.damage = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        except CutShort as exc:  # where a writer that died stopped: what came before stands
+            record.damage = str(exc)
+        except RecordingRefused as exc:
+            raise RecordingRefused(f"{path}: {exc}") from None
     return record
+
+
+def _decoded(record: RunRecord, channel: Any, message: Any, decoders: Dict[int, Any], schemas: Dict[int, Any],
+             factory: Any) -> None:
+    """Decode `message` with its channel's own schema and keep it; one that does not decode, or is
+    not the type its topic carries, is refused."""
+    try:
+        decode = decoders.get(channel.id)
+        if decode is None:
+            decode = decoders[channel.id] = factory.decoder_for(channel.message_encoding,
+                                                                 schemas.get(channel.schema_id))
+        if decode is None:
+            raise ValueError(f"no decoder for its {channel.message_encoding!r} encoding")
+        _take(record, channel.topic, message.log_time, decode(message.data))
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise RecordingRefused(f"a {channel.topic} message that does not read as its type ({why[:200]})") from None
 
 
 def _take(record: RunRecord, topic: str, log_ns: int, message: Any) -> None:

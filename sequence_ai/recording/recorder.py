@@ -12,7 +12,12 @@
 Each event method only stamps the time and queues its arguments (see sink.py): building and
 encoding the message happen on the recorder's own thread, so the control loop pays a deque
 append per event. An event method never raises: a recording problem is logged and reported in
-`stats()`, never turned into a stopped arm.
+`stats()` and `error`, never turned into a stopped arm. A write error (a full disk) stops the
+writing; `on_error(text)` hears of it once, from the writer's thread (without one, it is logged at
+ERROR).
+
+The file is opened without following a symbolic link (`path` naming a link is refused): a
+recording overwrites only a file of its own.
 
 Time: every `t` is seconds on `time.monotonic()` (the control loop's clock; default: now). The
 file's log times are UNIX-epoch nanoseconds: one `time.time_ns()` reading taken when the
@@ -27,10 +32,11 @@ import logging
 import math
 import os
 import time
-from typing import IO, Any, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Mapping, Optional, Sequence, Union
 
 from . import messages as m
-from .sink import RecordingStats, RecordSink
+from .file import RecordingFile
+from .sink import STATS_METADATA, RecordingStats, RecordSink
 
 __all__ = ["Recorder"]
 
@@ -44,17 +50,22 @@ class Recorder:
     def __init__(self, path: Union[str, os.PathLike, None] = None, *, stream: Optional[IO[bytes]] = None,
                  max_pending_bytes: int = 32 << 20, flush_interval_s: float = 1.0, chunk_size: int = 1 << 20,
                  compression: str = "zstd", joint_names: Sequence[str] = (), camera_views: Sequence[str] = (),
-                 extra: Optional[Mapping[str, Any]] = None):
+                 extra: Optional[Mapping[str, Any]] = None, on_error: Optional[Callable[[str], None]] = None):
         if (path is None) == (stream is None):
             raise ValueError("Recorder needs a path or a stream (one of them)")
         self.path = None if path is None else str(path)
         self._mono0 = time.monotonic()
         self._wall0_ns = time.time_ns()
-        opened = open(self.path, "wb") if stream is None else stream  # noqa: SIM115 - the sink closes it
+        opened: Any = RecordingFile(self.path) if stream is None else stream
         try:
             self._sink = RecordSink(opened, max_pending_bytes=max_pending_bytes, chunk_size=chunk_size,
                                     flush_interval_s=flush_interval_s, compression=compression,
-                                    close_stream=stream is None)
+                                    close_stream=stream is None, on_error=on_error)
+        except OSError as exc:  # the file's first bytes did not fit (a full disk): name the file
+            if stream is None:
+                opened.close()
+                raise OSError(exc.errno, exc.strerror or str(exc), self.path) from None
+            raise
         except BaseException:
             if stream is None:
                 opened.close()
@@ -75,11 +86,16 @@ class Recorder:
     def close(self, timeout_s: Optional[float] = None) -> RecordingStats:
         """Write what is queued and finish the file. Idempotent."""
         if not self._sink.closed:
-            self._sink.put(m.metadata, "sequence_ai.recording", self._stats_strings)
+            self._sink.put_metadata(STATS_METADATA, self._sink.stats_strings)
         return self._sink.close(timeout_s)
 
     def stats(self) -> RecordingStats:
         return self._sink.stats()
+
+    @property
+    def error(self) -> Optional[str]:
+        """The first write error ("OSError: [Errno 28] No space left on device"), else None."""
+        return self._sink.error
 
     @property
     def frames_dropped(self) -> int:
@@ -165,8 +181,8 @@ class Recorder:
         fields = m.outcome_fields(outcome, message, held, final_instruction, self._sink.frames_recorded,
                                   self._sink.frames_dropped)
         self._queue(m.outcome, self.stamp_ns(t), fields)
-        self._queue(m.metadata, "sequence_ai.outcome",
-                    lambda: {k: "" if v is None else str(v) for k, v in fields.items()})
+        if not self._sink.closed:
+            self._sink.put_metadata("sequence_ai.outcome", lambda: {k: "" if v is None else str(v) for k, v in fields.items()})
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -177,11 +193,6 @@ class Recorder:
             self._sink.put(build, *args)
         except Exception as exc:
             self._failed(exc)
-
-    def _stats_strings(self) -> Mapping[str, str]:
-        stats = self._sink.stats()
-        return {"frames_recorded": str(stats.frames_recorded), "frames_dropped": str(stats.frames_dropped),
-                "messages": str(stats.messages), "skipped": str(stats.skipped), "error": stats.error or ""}
 
     def _failed(self, exc: Exception) -> None:
         if not self._warned:

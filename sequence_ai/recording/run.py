@@ -9,16 +9,22 @@ loop objects hold is read here, never changed.
 or a `Recorder` the caller keeps: the run writes everything up to its end, and the outcome and
 close() are the caller's (the ROS node writes its own RunOutcome message, whose reason says
 canceled or stale_input where the client saw an interrupt, and adds feedback).
+
+A recording that stopped writing (a full disk) never stops the run; the run's outcome carries the
+error (`recording_error`), and a run that opened the file warns when it ends, on its caller's
+thread (a caller's own Recorder reports to its owner: `on_error`, `error`, else the log).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
 import time
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
+from .._console import warn_user
 from .messages import field_of
 from .recorder import Recorder
 
@@ -118,12 +124,23 @@ class RunRecording:
     def instruction(self, text: str) -> None:
         self.recorder.instruction(text)
 
-    @_never_raises
-    def ended(self, outcome: Any, *, held: bool) -> None:
-        """The run's outcome, and the file finished, if this run opened it (else the caller's)."""
-        if self.owned:
-            self.recorder.outcome(outcome, held=held)
-            self.close()
+    def ended(self, outcome: Any, *, held: bool) -> Any:
+        """The run's outcome, and the file finished, if this run opened it (else the caller's).
+        Returns the outcome with what the recording kept: frames dropped, and the write error
+        (warned about here when the file is this run's, on the run's thread, so the warning
+        points at the caller's run())."""
+        try:
+            if self.owned:
+                self.recorder.outcome(outcome, held=held)
+                self.close()
+        except Exception as exc:
+            log.error("finishing the recording failed (%s: %s)", type(exc).__name__, exc)
+        error = self.recorder.error or ""
+        if error and self.owned:
+            where = self.recorder.path or "the recording's stream"
+            warn_user(f"the recording {where} stopped writing ({error}); it holds the run up to then, "
+                      "and the run went on")
+        return dataclasses.replace(outcome, recording_frames_dropped=self.frames_dropped, recording_error=error)
 
     def close(self) -> None:
         if self.owned and not self._closed:

@@ -10,6 +10,11 @@ chunks, commands, holds, the outcome — is always queued.
 The file is written in MCAP chunks, and the chunk in progress is closed and flushed to the OS at
 least every `flush_interval_s`, so a writer killed mid-run (SIGKILL, a crash) leaves a file that
 reads back up to its last complete chunk: at most that interval is lost.
+
+A write error (a full disk) stops the writing: it is handed to `on_error` once (or, without one,
+logged at ERROR), the file (a RecordingFile) is cut back to its last whole record, and at close the
+file is finished where it can still take it — the metadata (the error, the counts, the outcome)
+then an MCAP footer — so a reader sees the run up to the error and why it stops there.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Deque, Dict, Optional, Tuple
+from typing import IO, Any, Callable, Deque, Dict, Mapping, Optional, Tuple
 
 from .._link._fetch import background_thread
 from .._version import __version__
@@ -33,6 +38,7 @@ log = logging.getLogger("sequence_ai.recording")
 # build(*args) -> [(topic, schema name, message dict, log time ns)] or ("metadata", name, {str: str})
 Build = Callable[..., Any]
 METADATA = "metadata"
+STATS_METADATA = "sequence_ai.recording"
 YIELD_AFTER_S = 0.0005  # the longest the writer holds the GIL in one go while it has work
 
 
@@ -48,6 +54,11 @@ def require_mcap() -> None:
 
 class _Skipped(Exception):
     """An event left out (already counted and logged)."""
+
+
+def _metadata(name: str, values: Callable[[], Mapping[str, str]]) -> Tuple[str, str, Dict[str, str]]:
+    """A metadata record, its values taken on the writer thread (counts as of then)."""
+    return (METADATA, name, dict(values()))
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,7 @@ class RecordSink:
 
     def __init__(self, stream: IO[bytes], *, max_pending_bytes: int = 32 << 20, chunk_size: int = 1 << 20,
                  flush_interval_s: float = 1.0, compression: str = "zstd", close_stream: bool = True,
-                 poll_s: float = 0.25):
+                 poll_s: float = 0.25, on_error: Optional[Callable[[str], None]] = None):
         require_mcap()
         from mcap.well_known import MessageEncoding, SchemaEncoding
         from mcap.writer import CompressionType, Writer
@@ -95,6 +106,8 @@ class RecordSink:
         self.messages = 0
         self.skipped = 0
         self.error: Optional[str] = None
+        self._on_error = on_error
+        self._tail: Dict[str, Dict[str, str]] = {}  # metadata queued after a write error, for the file's end
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._drain_forever, name="sequence-ai-recorder", daemon=True)
         self._thread.start()
@@ -116,8 +129,18 @@ class RecordSink:
         self._queue.append((build, args, nbytes))
         return True
 
+    def put_metadata(self, name: str, values: Callable[[], Mapping[str, str]]) -> None:
+        """Queue a metadata record whose values are taken when it is written (also after a write
+        error: the file's end then carries the latest of each name)."""
+        self._queue.append((_metadata, (name, values), 0))
+
     def stats(self) -> RecordingStats:
         return RecordingStats(self.frames_recorded, self.frames_dropped, self.messages, self.skipped, self.error)
+
+    def stats_strings(self) -> Dict[str, str]:
+        """The `sequence_ai.recording` metadata: the counts and the first write error."""
+        return {"frames_recorded": str(self.frames_recorded), "frames_dropped": str(self.frames_dropped),
+                "messages": str(self.messages), "skipped": str(self.skipped), "error": self.error or ""}
 
     def close(self, timeout_s: Optional[float] = None) -> RecordingStats:
         """Write everything queued, finish the file (summary and index) and close it."""
@@ -157,11 +180,13 @@ class RecordSink:
             try:
                 if self.error is None:
                     self._write(self._encoded(build, args))
+                elif build is _metadata:
+                    _, name, values = build(*args)
+                    self._tail[name] = values
             except _Skipped:
                 pass
             except Exception as exc:  # a full disk, a closed stream: keep draining, report it
-                self.error = f"{type(exc).__name__}: {exc}"
-                log.error("recording stopped writing: %s", self.error)
+                self._failed(exc)
             finally:
                 if nbytes:
                     with self._lock:
@@ -212,19 +237,65 @@ class RecordSink:
         try:
             self._writer.flush()  # close the chunk in progress and hand it to the OS
         except Exception as exc:
-            self.error = self.error or f"{type(exc).__name__}: {exc}"
+            self._failed(exc)
 
     def _finish(self) -> None:
         try:
             if self.error is None:
-                self._writer.finish()
-            self._stream.flush()
-        except Exception as exc:
-            self.error = self.error or f"{type(exc).__name__}: {exc}"
+                before = getattr(self._stream, "whole", None)  # a failed finish is cut back to here
+                try:
+                    self._writer.finish()
+                    self._stream.flush()
+                except Exception as exc:
+                    self._failed(exc, cut_to=before)
+            if self.error is not None:
+                self._write_tail()
         finally:
             if self._close_stream:
                 try:
                     self._stream.close()
                 except Exception:
                     pass
+
+    def _failed(self, exc: Exception, cut_to: Optional[int] = None) -> None:
+        """The first write error: nothing more is written but the file's end (at close)."""
+        if self.error is not None:
+            return
+        self.error = f"{type(exc).__name__}: {exc}"
+        self._cut_back(cut_to)
+        if self._on_error is None:
+            log.error("recording stopped writing: %s; the file keeps what was written before", self.error)
+            return
+        try:
+            self._on_error(self.error)  # the owner says it, in its own log
+        except Exception:
+            log.exception("recording stopped writing (%s), and its on_error failed", self.error)
+
+    def _cut_back(self, offset: Optional[int] = None) -> None:
+        """Drop a torn write from the file (only a RecordingFile can; a caller's stream is left)."""
+        cut_to = getattr(self._stream, "cut_to", None)
+        if cut_to is not None:
+            try:
+                cut_to(offset)
+            except OSError:
+                pass
+
+    def _write_tail(self) -> None:
+        """After a write error: the metadata (the error, the counts, the outcome if it came), then a
+        footer, where the file can still take them; else the file stays cut at its last whole record."""
+        if getattr(self._stream, "cut_to", None) is None:
+            return
+        from mcap.data_stream import RecordBuilder
+        from mcap.records import DataEnd, Footer, Metadata
+        from mcap.writer import MCAP0_MAGIC
+
+        builder = RecordBuilder()
+        for name, values in {**self._tail, STATS_METADATA: self.stats_strings()}.items():
+            Metadata(name=name, metadata=values).write(builder)
+        DataEnd(data_section_crc=0).write(builder)  # 0: not computed (the torn write was in it)
+        Footer(summary_start=0, summary_offset_start=0, summary_crc=0).write(builder)
+        try:
+            self._stream.write(builder.end() + MCAP0_MAGIC)
+        except OSError:
+            self._cut_back()
 

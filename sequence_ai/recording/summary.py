@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from .reader import RunRecord
 
-__all__ = ["RunSummary", "summarize", "summary_lines"]
+__all__ = ["VALUE_LIMIT", "RunSummary", "command_series", "in_range", "out_of_range", "summarize", "summary_lines"]
+
+VALUE_LIMIT = 1e9  # no joint or action reads more (in any unit): a value beyond is a fault, not motion
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,11 @@ def summarize(record: RunRecord) -> RunSummary:
         if previous is not None and command.rid != previous:
             seams.append(s(command.t_ns))
         previous = command.rid
-    command_times = [c.t_ns for c in record.commands]
+    command_times = sorted(c.t_ns for c in record.commands)
     held = []
     for t_ns, reason, _actions in record.holds:
-        later = [t for t in command_times if t > t_ns]
-        held.append((s(t_ns), s(later[0] if later else last), reason))
+        after = bisect.bisect_right(command_times, t_ns)  # the next action, if any
+        held.append((s(t_ns), s(command_times[after] if after < len(command_times) else last), reason))
     answered = [a for a in record.answers if not a.error]
     return RunSummary(
         start_ns=start, duration_s=s(last) if start is not None else 0.0, actions=len(record.commands),
@@ -61,11 +64,49 @@ def _percentile(values: List[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+def in_range(value: float) -> bool:
+    return math.isfinite(value) and abs(value) <= VALUE_LIMIT
+
+
+def command_series(record: RunRecord) -> Tuple[List[int], List[Sequence[float]], List[str]]:
+    """What reached the robot, as (times ns, rows, names): the ROS node's published commands (joint
+    units, holds included) when the file has them, else each action as handed to act()."""
+    if record.arm_commands:
+        published = record.arm_commands
+        rows = [m.velocity if len(m.velocity) else m.position for m in published]
+        return [m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in published], rows, list(
+            published[-1].name)
+    names = list(record.run.joint_names) if record.run is not None else []
+    return [c.t_ns for c in record.commands], [c.values for c in record.commands], names
+
+
+def out_of_range(record: RunRecord) -> Tuple[int, Optional[Tuple[str, int, float]]]:
+    """How many commanded values and request latencies are not finite or beyond ±VALUE_LIMIT (the
+    plot leaves them out), and the first: (what, time ns, value)."""
+    def values() -> Iterator[Tuple[str, int, float]]:
+        times, rows, _ = command_series(record)
+        for t_ns, row in zip(times, rows):
+            yield from (("a command", t_ns, float(v)) for v in row)
+        yield from (("a request latency", a.t_ns, float(a.latency_s)) for a in record.answers)
+
+    count, first = 0, None
+    for what, t_ns, value in values():
+        if not in_range(value):
+            count += 1
+            first = first or (what, t_ns, value)
+    return count, first
+
+
 def summary_lines(record: RunRecord) -> List[str]:
     summary = summarize(record)
-    lines = [f"{record.path}: " + ("complete" if record.complete else
-                                    "not finished by its writer (crash or kill?); read up to its last complete chunk"
-                                    + (f" ({record.damage})" if record.damage else ""))]
+    if record.recording_error:
+        state = f"the recording stopped writing early ({record.recording_error}); it holds the run up to then"
+    elif record.complete:
+        state = "complete"
+    else:
+        state = ("not finished by its writer (crash or kill?); read up to its last complete chunk"
+                 + (f" ({record.damage})" if record.damage else ""))
+    lines = [f"{record.path}: {state}"]
     run = record.run
     if run is not None:
         started = datetime.datetime.fromtimestamp(summary.start_ns / 1e9, tz=datetime.timezone.utc)
@@ -83,6 +124,11 @@ def summary_lines(record: RunRecord) -> List[str]:
         lines.append(f"held {summary.held_s:.2f} s over {len(summary.held)} holds ({', '.join(reasons)})")
     for t, text in summary.instruction_changes:
         lines.append(f"instruction at {t:.2f} s: {text!r}")
+    wild, first = out_of_range(record)
+    if first is not None:
+        what, t_ns, value = first
+        lines.append(f"{wild} values not finite or beyond ±{VALUE_LIMIT:g} (the first: {value:g}, {what} at "
+                     f"{_seconds(t_ns, summary.start_ns):.2f} s)")
     dropped = _dropped(record)
     views = ", ".join(f"{view} {n}" for view, n in sorted(record.frame_counts.items()))
     lines.append(f"frames: {sum(record.frame_counts.values())} recorded" + (f" ({views})" if views else "")
@@ -110,3 +156,7 @@ def _dropped(record: RunRecord) -> Optional[int]:
         return int(record.outcome.frames_dropped)
     stats = record.metadata.get("sequence_ai.recording")
     return int(stats["frames_dropped"]) if stats and stats.get("frames_dropped", "").isdigit() else None
+
+
+def _seconds(t_ns: int, start_ns: Optional[int]) -> float:
+    return (t_ns - (start_ns or 0)) / 1e9

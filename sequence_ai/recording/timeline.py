@@ -8,23 +8,30 @@ its answer arrived, at the height of its latency; failed requests as red crosses
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from .reader import RunRecord
-from .summary import RunSummary, summarize
+from .summary import RunSummary, command_series, in_range, summarize
 
 __all__ = ["plot_timeline"]
 
+MAX_SERIES = 64  # joint lines drawn (a wider command is a fault, not an arm)
+MAX_LABELS = 20  # instruction changes annotated with their text (the rest: the line only)
+
 
 def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[str] = None) -> Path:
-    """Write the timeline PNG of `record` to `path` and return the path."""
+    """Write the timeline PNG of `record` to `path` and return the path. Values not finite or
+    beyond ±VALUE_LIMIT are left out (a gap in their line); `summary.out_of_range` counts them.
+    Everything is drawn as a few collections, so a file of many events draws in bounded time."""
     try:
         import matplotlib
     except ImportError:
         raise ImportError("the timeline plot needs matplotlib: pip install 'sequence-ai[replay]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection, PolyCollection
 
     summary = summarize(record)
     start = summary.start_ns or 0
@@ -35,32 +42,49 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
-    times, rows, names = _command_series(record, s)
+    times_ns, rows, names = command_series(record)
+    times = [s(t) for t in times_ns]
     if rows:
-        width = min(len(row) for row in rows)
+        width = min(min(len(row) for row in rows), MAX_SERIES)
         for j in range(width):
-            label = names[j] if len(names) == width else (f"joint {j + 1}" if j < 7 else f"gripper {j - 6}")
-            ax.plot(times, [row[j] for row in rows], lw=1.1, label=label, drawstyle="steps-post")
-        ax.legend(loc="lower right", fontsize=7, ncol=4)
-    for seam in summary.seams_s:
-        ax.axvline(seam, color="0.6", lw=0.6, zorder=0)
-    for begin, end, _reason in summary.held:
-        ax.axvspan(begin, max(end, begin + 0.02), color="tab:orange", alpha=0.25, lw=0)
-    for t, text in summary.instruction_changes:
-        for axis in (ax, bx):
-            axis.axvline(t, color="crimson", ls="--", lw=1.4)
-        ax.annotate(f"instruction: {text}", (t, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
+            label = names[j] if len(names) >= width else (f"joint {j + 1}" if j < 7 else f"gripper {j - 6}")
+            ax.plot(times, [_drawable(row[j]) for row in rows], lw=1.1, label=label, drawstyle="steps-post")
+        if width:
+            ax.legend(loc="lower right", fontsize=7, ncol=4)
+    across = ax.get_xaxis_transform()  # x in seconds, y from the bottom (0) to the top (1) of the axes
+    ax.add_collection(LineCollection([[(t, 0), (t, 1)] for t in summary.seams_s], colors="0.6", linewidths=0.6,
+                                     zorder=0, transform=across), autolim=False)
+    ax.add_collection(PolyCollection([[(b, 0), (b, 1), (e, 1), (e, 0)] for b, e in _spans(summary)],
+                                     facecolors="tab:orange", alpha=0.25, linewidths=0, transform=across),
+                      autolim=False)
+    changes = summary.instruction_changes
+    for axis in (ax, bx):
+        axis.add_collection(LineCollection([[(t, 0), (t, 1)] for t, _ in changes], colors="crimson",
+                                           linestyles="--", linewidths=1.4, transform=axis.get_xaxis_transform()),
+                            autolim=False)
+    for t, text in changes[:MAX_LABELS]:
+        ax.annotate(f"instruction: {text[:80]}", (t, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
                     color="crimson", xytext=(4, -12), textcoords="offset points")
+    bars, arrived, failed = [], [], []
     for answer in record.answers:
-        sent, arrived = s(answer.sent_ns), s(answer.t_ns)
-        if answer.error:
-            bx.plot([arrived], [answer.latency_s * 1000.0], "x", color="tab:red", ms=7)
+        if not in_range(answer.latency_s):
             continue
         latency_ms = answer.latency_s * 1000.0
-        bx.plot([sent, arrived], [latency_ms, latency_ms], color="tab:blue", lw=2, solid_capstyle="butt")
-        bx.plot([arrived], [latency_ms], "o", color="tab:blue", ms=3)
-    for begin, _end, _reason in summary.held:
-        bx.axvline(begin, color="tab:orange", lw=1.0)
+        if answer.error:
+            failed.append((s(answer.t_ns), latency_ms))
+        else:
+            bars.append([(s(answer.sent_ns), latency_ms), (s(answer.t_ns), latency_ms)])
+            arrived.append((s(answer.t_ns), latency_ms))
+    bx.add_collection(LineCollection(bars, colors="tab:blue", linewidths=2, capstyle="butt"))
+    _points(bx, arrived, "o", color="tab:blue", ms=3)
+    _points(bx, failed, "x", color="tab:red", ms=7)
+    bx.add_collection(LineCollection([[(b, 0), (b, 1)] for b, _ in _spans(summary)], colors="tab:orange",
+                                     linewidths=1.0, transform=bx.get_xaxis_transform()), autolim=False)
+    events = list(summary.seams_s) + [t for span in _spans(summary) for t in span] + [t for t, _ in changes]
+    if events:  # the x axis spans every event, not only the commands
+        ax.dataLim.update_from_data_x(events, ignore=False)
+        ax.autoscale_view()
+    bx.autoscale_view()
     bx.set_ylabel("request latency (ms)\nsent → answered")
     bx.set_ylim(bottom=0)
     bx.set_xlabel("seconds since the run started (held: shaded, seams: grey)")
@@ -72,16 +96,18 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     return path
 
 
-def _command_series(record: RunRecord, s: Callable[[int], float]) -> Tuple[List[float], List[Sequence[float]], List[str]]:
-    """What reached the robot: the ROS node's published commands (joint units, holds included)
-    when the file has them, else each action as handed to act() (the model's rows)."""
-    if record.arm_commands:
-        published = record.arm_commands
-        rows = [list(m.velocity) if len(m.velocity) else list(m.position) for m in published]
-        return [s(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec) for m in published], rows, list(
-            published[-1].name)
-    names = list(record.run.joint_names) if record.run is not None else []
-    return [s(c.t_ns) for c in record.commands], [c.values for c in record.commands], names
+def _drawable(value: float) -> float:
+    return float(value) if in_range(value) else math.nan  # NaN: matplotlib leaves a gap
+
+
+def _spans(summary: RunSummary) -> List[Any]:
+    """Each hold as (from s, to s), at least 0.02 s wide so a short one shows."""
+    return [(begin, max(end, begin + 0.02)) for begin, end, _reason in summary.held]
+
+
+def _points(axis: Any, points: Sequence[Any], marker: str, **style: Any) -> None:
+    if points:
+        axis.plot([x for x, _ in points], [y for _, y in points], marker, linestyle="none", **style)
 
 
 def _title(record: RunRecord, summary: RunSummary) -> str:

@@ -24,9 +24,10 @@ def _recordings(folder):
                                          camera_views=("exterior_1", "wrist_left"), node="/left_arm/sequence_ai_policy")
 
 
-def test_an_empty_record_dir_records_nothing():
+def test_an_empty_record_dir_records_nothing_and_one_of_blanks_is_refused_naming_it():
     assert GoalRecordings.from_parameter("", model="m", joint_names=(), camera_views=(), node="n") is None
-    assert GoalRecordings.from_parameter("  ", model="m", joint_names=(), camera_views=(), node="n") is None
+    with pytest.raises(ValueError, match=r"record_dir '  ' is only blanks"):  # was: no recording, silently
+        GoalRecordings.from_parameter("  ", model="m", joint_names=(), camera_views=(), node="n")
 
 
 def test_each_goal_gets_a_file_with_the_nodes_feedback_and_outcome(tmp_path):

@@ -122,3 +122,23 @@ def test_a_recording_that_fails_never_stops_the_run(platform, tmp_path, caplog):
     assert caplog.text.count("recording the run's played failed") == 1
     record = read_run(path)
     assert record.commands == [] and record.requests and record.outcome.actions == 12
+
+
+def test_record_refuses_a_symbolic_link_and_leaves_what_it_points_at_alone(platform, tmp_path):
+    precious = tmp_path / "notes.txt"
+    precious.write_text("not a recording")
+    link = tmp_path / "run.mcap"
+    link.symlink_to(precious)
+    robot = Robot()
+    platform.reset()
+    with policy_for(platform) as policy, pytest.raises(OSError, match="is a symbolic link") as raised:
+        policy.run(**run_kwargs(robot), max_actions=10, record=str(link))
+    assert str(link) in str(raised.value) and str(precious) in str(raised.value)
+    assert precious.read_text() == "not a recording" and link.is_symlink()
+    assert robot.actions == [] and robot.observations == [] and platform.requests() == []
+    # A link to nowhere is refused too (it would otherwise create its target).
+    dangling = tmp_path / "dangling.mcap"
+    dangling.symlink_to(tmp_path / "elsewhere.mcap")
+    with pytest.raises(OSError, match="is a symbolic link"):
+        Recorder(dangling)
+    assert not (tmp_path / "elsewhere.mcap").exists()

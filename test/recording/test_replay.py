@@ -54,8 +54,8 @@ def test_the_summary_finds_seams_held_time_and_instruction_changes(recorded):
 def test_replay_refuses_what_is_not_a_recording(tmp_path, capsys):
     junk = tmp_path / "junk.mcap"
     junk.write_bytes(b"not an mcap file at all")
-    assert cli.main(["replay", str(junk)]) == 1
-    assert "not a readable MCAP recording" in capsys.readouterr().err
+    assert cli.main(["replay", str(junk)]) == 2
+    assert capsys.readouterr().err == f"error: {junk}: not an MCAP file (its first bytes are not the MCAP magic)\n"
     assert cli.main(["replay", str(tmp_path / "missing.mcap")]) == 1
     assert "is not a file" in capsys.readouterr().err
     assert cli.main(["replay"]) == 2

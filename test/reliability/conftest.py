@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+try:  # the ROS suites' fixtures `ros` and `policy_node` (test_ros_estop.py); absent without rclpy
+    from ros_harness import policy_node, ros  # noqa: F401
+except ImportError:
+    pass
+
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "soak: the long soak (minutes); `make test` skips it, run it with -m soak")

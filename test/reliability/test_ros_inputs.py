@@ -330,3 +330,28 @@ def test_the_frame_rule_is_the_clients_own_sizing_rule(local_platform):
     assert "aspect ratio 1:1" in square and "16:9" in square and "Crop" in square, square
     assert rule.problem(np.zeros((720, 1280, 3), dtype=np.uint8)) is None
     assert rule.problem(np.zeros((224, 224, 3), dtype=np.uint8)) is None  # already the model's size
+
+
+LONG = "pick up the cup " * 256  # 4096 characters: what the worker takes at most
+DOOR = {  # a goal that could only fail -> (instruction, max_seconds, words of its refusal)
+    "max_seconds 1e308 (it overflowed before the hold: no outcome, status 0)": (
+        "pick up the cup", 1e308, "max_seconds must be at most 86400"),
+    "max_seconds 1e300 (accepted, then raised:OverflowError)": ("pick up the cup", 1e300, "at most 86400"),
+    "max_seconds a day and a second": ("pick up the cup", 86401.0, "at most 86400"),
+    "max_seconds NaN": ("pick up the cup", math.nan, "max_seconds must be > 0"),
+    "an instruction one character over the worker's limit": (LONG + "!", 1.0, "instruction is 4097 characters"),
+    "a 1 MB instruction (accepted, then the worker's 422)": ("x" * 1_000_000, 1.0, "instruction is 1000000 characters"),
+}
+
+
+def test_a_goal_that_could_only_fail_is_rejected_at_the_door_naming_why(node_under_test):
+    harness, process, arm, planner = node_under_test
+    since = time.monotonic()
+    for case, (instruction, max_seconds, words) in DOOR.items():
+        reason = planner.rejected(instruction, max_seconds=max_seconds, max_actions=0)
+        assert words in reason, (case, reason)
+    assert [c for c in arm.command_log() if c[0] >= since] == [], "a rejected goal moves nothing"
+    # At the bounds themselves the goal is accepted and runs: the worker takes 4096 characters.
+    response = GoalRun(harness.node, planner, LONG, max_seconds=86400.0, max_actions=3).wait(30)
+    assert response.result.status == Act.Result.STATUS_COMPLETED, response.result.message
+    assert response.result.outcome.actions == 3 and response.result.outcome.held

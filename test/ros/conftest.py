@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not importable: run through scripts/workspace.sh")
 
-from ros_harness import PolicyNodeFactory, RosHarness
-
-
-@pytest.fixture
-def ros() -> Iterator[RosHarness]:
-    harness = RosHarness()
-    yield harness
-    harness.close()
-
-
-@pytest.fixture
-def policy_node(tmp_path) -> Iterator[PolicyNodeFactory]:
-    factory = PolicyNodeFactory(tmp_path)
-    yield factory
-    factory.stop_all()
+from ros_harness import policy_node, ros  # noqa: F401 - the suites' fixtures, defined beside their helpers
 
 

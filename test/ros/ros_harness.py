@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from eventually import wait_until
 from rclpy.action import ActionClient
@@ -330,6 +331,20 @@ def node_for_the_module(platform, log_dir: Path, **parameters: Any) -> Iterator[
     finally:
         factory.stop_all()
         harness.close()
+
+
+@pytest.fixture
+def ros() -> Iterator[RosHarness]:
+    harness = RosHarness()
+    yield harness
+    harness.close()
+
+
+@pytest.fixture
+def policy_node(tmp_path) -> Iterator[PolicyNodeFactory]:
+    factory = PolicyNodeFactory(tmp_path)
+    yield factory
+    factory.stop_all()
 
 
 def start_arm(ros: RosHarness, policy_node: PolicyNodeFactory, platform, **parameters: Any):

@@ -86,9 +86,9 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
     # `sequence-ai replay` reads it; its timeline (the demo's PNG) plots what was published.
     assert cli.main(["replay", path, "--plot", str(tmp_path / "timeline.png")]) == 0
     assert "/policy/arm_command" in capsys.readouterr().out and (tmp_path / "timeline.png").stat().st_size > 10_000
-    from sequence_ai.recording.timeline import _command_series
+    from sequence_ai.recording.summary import command_series
 
-    assert _command_series(record, lambda ns: ns)[1] == published
+    assert [list(row) for row in command_series(record)[1]] == published
 
     # 2. A node killed with SIGKILL mid-goal: its file reads back up to the last complete chunk.
     planner.send("pick up the red cube", max_seconds=60.0)

@@ -31,7 +31,7 @@ STOP_BOUND_S = 2 * PERIOD + 0.15
 @pytest.fixture(scope="module")
 def shared_node(local_platform, tmp_path_factory):
     with node_for_the_module(local_platform, tmp_path_factory.mktemp("shared_node"),
-                             estop_topic="estop", until_topic="done") as node:
+                             estop_topic="estop", estop_start_engaged=False, until_topic="done") as node:
         yield node
 
 
@@ -62,9 +62,10 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
     from diagnostic_msgs.msg import DiagnosticArray
 
     ros, process, arm, planner = shared
-    seen = []  # this node's diagnostics while the goal runs
+    seen = []  # this node's policy-loop diagnostics while the goal runs (its e-stop has a status of its own)
+    loop = f"{arm.ns}/sequence_ai_policy: policy loop"
     subscription = ros.node.create_subscription(
-        DiagnosticArray, "/diagnostics", lambda m: seen.extend(s for s in m.status if s.name.startswith(arm.ns + "/")), 10)
+        DiagnosticArray, "/diagnostics", lambda m: seen.extend(s for s in m.status if s.name == loop), 10)
     feedback = []
     sent = time.monotonic()
     handle = planner.send("pick up the red cube", max_seconds=3.0, feedback=feedback)

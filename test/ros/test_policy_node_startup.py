@@ -121,3 +121,23 @@ def test_a_node_that_cannot_start_says_why_in_the_log_read_back_from_a_str_path(
         text = process.output()
     assert process.process.returncode == 1
     assert "cannot start" in text and "gripper_open_position and gripper_closed_position must differ" in text
+
+
+@pytest.mark.parametrize("given", ["-p ~nosuchuser/x", "-p blanks", "params file blanks"])
+def test_a_record_dir_of_blanks_or_of_no_users_home_is_a_fatal_line_and_exit_1(platform, tmp_path, given):
+    # `-p record_dir:=   ` reaches the node as no value at all (YAML null); a params file or a
+    # launch argument gives a string of blanks. Both used to end in a traceback, as did ~nosuchuser.
+    how, value = given.split(" ", 1)
+    files, parameters = [], {}
+    if how == "params":
+        files.append(tmp_path / "blanks.yaml")
+        files[0].write_text(yaml.safe_dump({"/**/sequence_ai_policy": {"ros__parameters": {"record_dir": "   "}}}))
+    else:
+        parameters["record_dir"] = "   " if value == "blanks" else value
+    with NodeProcess("policy_node", namespace="/record_dir_arm", params_files=files, parameters=parameters,
+                     env=platform.env(), log_path=tmp_path / "policy_node.log") as process:
+        assert wait_until(lambda: not process.running, 60.0)
+        text = process.output()
+    assert process.process.returncode == 1, text[-2000:]
+    assert "FATAL" in text and "cannot start" in text and "record_dir" in text, text[-2000:]
+    assert "Traceback" not in text, text[-2000:]

@@ -86,6 +86,26 @@ def test_busy_policy_preempt_stops_the_running_goal_and_takes_the_slot_once_it_e
     assert timed_out is None and slot.run is second and second.stop_reason == "interrupted"
 
 
+def test_a_goal_cancelled_before_its_run_begins_stops_as_it_begins():
+    # Under a cancel flood with preempt, a goal cancelled while it waited for the preempted one to
+    # stop used to be driven anyway (the cancel found another goal in the slot and did nothing).
+    slot = GoalSlot(preempt=True, interrupt=Interrupts())
+    first = slot.claim("first", "pick up the cup", lambda r: None, wait_s=1.0)
+    slot.cancel("second")  # accepted, its run not begun: the slot holds the first
+    assert first.stop_reason is None, "another goal's cancel stops nothing"
+    threading.Timer(0.2, lambda: slot.release(first)).start()
+    second = slot.claim("second", "open the drawer", lambda r: None, wait_s=5.0)
+    assert second.stop_reason == "canceled"
+    with pytest.raises(RunStopped):
+        second.check()
+    slot.cancel("second")  # the running goal's own cancel stops it at once (it already is)
+    slot.release(second)
+    third = slot.claim("third", "wave", lambda r: None, wait_s=1.0)
+    assert third.stop_reason is None, "a cancel is remembered for its own goal only, and only once"
+    slot.cancel("third")
+    assert third.stop_reason == "canceled"
+
+
 def test_sim_time_bound_counts_from_the_first_clock_message_and_ends_the_goal():
     now = [0.0]
     clock = RunClock(lambda: now[0], sim_time=True)

@@ -41,7 +41,8 @@ class Arms:
 def _params_file(path) -> dict:
     """config/demo.yaml with an e-stop topic, and input ages a loaded test machine can keep."""
     document = yaml.safe_load(config_path("demo.yaml").read_text())
-    document[POLICY]["ros__parameters"].update(estop_topic="estop", max_image_age_s=2.0, max_joint_state_age_s=2.0)
+    document[POLICY]["ros__parameters"].update(estop_topic="estop", estop_start_engaged=False, max_image_age_s=2.0,
+                                               max_joint_state_age_s=2.0)
     path.write_text(yaml.safe_dump(document))
     return document[POLICY]["ros__parameters"]
 

@@ -54,7 +54,11 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:  # an exited process its new parent has not reaped yet is a zombie: it runs nothing
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc (not Linux): kill(pid, 0) is all there is
 
 
 def _gone(pid: int, within_s: float = 15.0) -> bool:
@@ -88,6 +92,54 @@ def test_a_killed_script_takes_its_platform_with_it(tmp_path):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def _children(pid: int) -> list:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _environ(pid: int) -> dict:
+    with open(f"/proc/{pid}/environ", "rb") as environ:
+        pairs = [item.split(b"=", 1) for item in environ.read().split(b"\0") if b"=" in item]
+    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process tree from /proc (Linux)")
+@pytest.mark.parametrize("killed", ["the guard", "the script and the guard"])
+def test_a_killed_guard_takes_the_platform_and_its_worker_with_it(tmp_path, killed):
+    key = "seq_live_theusersrealkey0000"
+    child = subprocess.Popen([sys.executable, _script(tmp_path), "--linger"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=_env(SEQUENCES_BASE_URL="mock", SEQUENCES_API_KEY=key), cwd=tmp_path)
+    try:
+        seen = json.loads(child.stdout.readline())
+        platform = seen["platform_pid"]
+        [guard] = [pid for pid in _children(child.pid) if platform in _children(pid)]
+        workers = _children(platform)
+        assert workers, "the platform has no worker process"
+        # The user's key is not the platform's business: neither the guard nor the platform has it.
+        for pid in (guard, platform, *workers):
+            assert "SEQUENCES_API_KEY" not in _environ(pid), f"process {pid} was given the user's key"
+        if killed == "the script and the guard":
+            os.kill(child.pid, signal.SIGKILL)
+        os.kill(guard, signal.SIGKILL)  # no handler, no finally: only the pipe the platform holds says so
+        for pid in (platform, *workers):
+            assert _gone(pid, 20.0), f"process {pid} outlived {killed} (SIGKILL)"
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
 
 
 @pytest.mark.parametrize("command", [

@@ -1,0 +1,71 @@
+"""Hostile MCAP files, built record by record: what a recording shared from elsewhere may be."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Iterable, List
+
+from mcap.data_stream import RecordBuilder
+from mcap.records import Channel, Chunk, DataEnd, Footer, Header, Message, Schema
+from mcap.writer import MCAP0_MAGIC
+
+from sequence_ai.recording import messages as m
+from sequence_ai.recording.cdr import encoder_for
+from sequence_ai.recording.schemas import ros_name, schema_text
+
+COMMAND = "sequence_ai_record/Command"
+
+
+def command_bytes(values=(0.0,) * 8) -> bytes:
+    """One /policy/command message's CDR, as the recorder writes it."""
+    [(_, _, message, _)] = m.command(1_000_000_000, values, "r-1", 0, 1)
+    return encoder_for(COMMAND)(message)
+
+
+def records(*items) -> bytes:
+    builder = RecordBuilder()
+    for item in items:
+        item.write(builder)
+    return builder.end()
+
+
+def command_channel(channel_id: int = 1) -> List:
+    return [Schema(id=1, name=ros_name(COMMAND), encoding="ros2msg", data=schema_text(COMMAND).encode()),
+            Channel(id=channel_id, topic=m.TOPICS["command"], message_encoding="cdr", schema_id=1, metadata={})]
+
+
+def message(data: bytes, channel_id: int = 1, t: int = 1_000_000_000) -> Message:
+    return Message(channel_id=channel_id, sequence=0, log_time=t, publish_time=t, data=data)
+
+
+def chunk(inner: bytes, compression: str, compressed: bytes, declared: int = -1) -> Chunk:
+    """A chunk record of `compressed` data, declaring `declared` bytes (default: the truth)."""
+    return Chunk(compression=compression, data=compressed, message_start_time=0, message_end_time=0,
+                 uncompressed_crc=zlib.crc32(inner) if inner else 0,
+                 uncompressed_size=len(inner) if declared < 0 else declared)
+
+
+def mcap_file(path: Path, body: Iterable, *, finished: bool = True) -> Path:
+    data = MCAP0_MAGIC + records(Header(profile="ros2", library="crafted"), *body)
+    if finished:
+        data += records(DataEnd(data_section_crc=0), Footer(summary_start=0, summary_offset_start=0,
+                                                           summary_crc=0)) + MCAP0_MAGIC
+    path.write_bytes(data)
+    return path
+
+
+def zeros_compressed(compression: str, nbytes: int) -> bytes:
+    """`nbytes` of zeros compressed without ever holding them (a decompression bomb's payload)."""
+    block = bytes(1 << 20)
+    if compression == "zstd":
+        import zstandard
+
+        compressor = zstandard.ZstdCompressor(level=3).compressobj()
+        out = [compressor.compress(block) for _ in range(nbytes >> 20)]
+        return b"".join(out) + compressor.flush()
+    import lz4.frame
+
+    compressor = lz4.frame.LZ4FrameCompressor()
+    out = [compressor.begin()] + [compressor.compress(block) for _ in range(nbytes >> 20)]
+    return b"".join(out) + compressor.flush()
