@@ -45,17 +45,15 @@ COUNTS = ("goals", "goal_unanswered", "accepted", "rejected", "cancels", "cancel
 
 def flood(namespace: str, seconds: float, mode: str, cancel_after_s: float = 0.3) -> Dict[str, int]:
     """One planner process: the loop above for `seconds`; the counts."""
-    import rclpy
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
     from sequence_ai_ros.action import Act
 
-    rclpy.init()
-    node = rclpy.create_node(f"flood_{os.getpid()}")
+    from sequence_ai_ros.spinning import Spinning
+
+    spun = Spinning()
+    node = spun.create_node(f"flood_{os.getpid()}")
     act = ActionClient(node, Act, f"{namespace}/sequence_ai_policy/act")
-    executor = MultiThreadedExecutor(num_threads=3)
-    executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spun.spin([node], threads=3)
     counts = dict.fromkeys(COUNTS, 0)
 
     def call(fn: Callable[[], Any]) -> Any:
@@ -104,9 +102,7 @@ def flood(namespace: str, seconds: float, mode: str, cancel_after_s: float = 0.3
             counts["ran_on"] += 1  # the cancel was accepted, yet the goal went on (its result came late)
             reason = result.result().result.outcome.reason
             counts[f"ran_on {reason}"] = counts.get(f"ran_on {reason}", 0) + 1
-    executor.shutdown(timeout_sec=2.0)
-    node.destroy_node()
-    rclpy.shutdown()
+    spun.close()
     return counts
 
 
@@ -173,14 +169,14 @@ def measure(clients: int = 3, seconds: float = 20.0, mode: str = "thread", busy_
 
 def _toggle_estop(namespace: str, hz: float, seconds: float) -> threading.Thread:
     """A thread of this process pressing and releasing the node's e-stop at `hz` for `seconds`."""
-    import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import Bool
 
+    from sequence_ai_ros.spinning import Spinning
+
     def toggle() -> None:
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        node = rclpy.create_node("flood_estop", context=context)
+        spun = Spinning()
+        node = spun.create_node("flood_estop")
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         publisher = node.create_publisher(Bool, f"{namespace}/estop", latched)
         deadline, pressed = time.monotonic() + seconds, False
@@ -190,8 +186,7 @@ def _toggle_estop(namespace: str, hz: float, seconds: float) -> threading.Thread
             time.sleep(1.0 / hz)
         publisher.publish(Bool(data=False))
         time.sleep(0.5)
-        node.destroy_node()
-        rclpy.shutdown(context=context)
+        spun.close()
     thread = threading.Thread(target=toggle, daemon=True)
     thread.start()
     return thread

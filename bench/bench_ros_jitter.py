@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -64,19 +63,20 @@ def paint_tag(frame, counter: int) -> None:
 def publish_cameras(namespace: str, seconds: float, log_path: str) -> int:
     """The camera process: two streams at FPS for `seconds`, one log line per frame."""
     import numpy as np
-    import rclpy
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import Image
 
-    rclpy.init()
-    node = rclpy.create_node("bench_cameras", namespace=namespace)
+    from sequence_ai_ros.spinning import Spinning
+
+    spun = Spinning(stop_on_signals=True)  # the bench ends it with SIGTERM
+    node = spun.create_node("bench_cameras", namespace=namespace)
     publishers = {v: node.create_publisher(Image, f"cameras/{v}/image_raw", qos_profile_sensor_data) for v in VIEWS}
     frame = np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8)
     deadline = time.monotonic() + seconds
     next_due = time.monotonic()
     counter = 0
     with open(log_path, "w") as log, contextlib.suppress(Exception, KeyboardInterrupt):
-        while time.monotonic() < deadline and rclpy.ok():
+        while time.monotonic() < deadline and not spun.stopped.is_set():
             counter += 1
             paint_tag(frame, counter)
             data = frame.tobytes()
@@ -86,10 +86,8 @@ def publish_cameras(namespace: str, seconds: float, log_path: str) -> int:
             log.write(f"{counter} {published}\n")
             log.flush()  # the bench waits on these lines before the goal
             next_due += 1.0 / FPS
-            time.sleep(max(0.0, next_due - time.monotonic()))
-    with contextlib.suppress(Exception):
-        node.destroy_node()
-        rclpy.shutdown()
+            spun.stopped.wait(max(0.0, next_due - time.monotonic()))
+    spun.close()
     return 0
 
 
@@ -134,14 +132,13 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
     With `record`, the node records the goal: "recording" (its path), "frames_dropped", and
     "recording_complete" (the file finished and read back)."""
     try:
-        import rclpy
         from rclpy.action import ActionClient
-        from rclpy.executors import MultiThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sequence_ai_ros.action import Act
         from sequence_ai_ros.msg import WarmingStatus
 
         from sequence_ai_ros.processes import NodeProcess, ros_environment
+        from sequence_ai_ros.spinning import Spinning
     except ImportError as exc:
         return {"skipped": f"ROS not importable ({exc}); run through scripts/workspace.sh bench"}
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
@@ -156,12 +153,8 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
         parameters = {**NODE_PARAMETERS, **({"record_dir": os.path.join(tmp, "recordings")} if record else {})}
         node_process = NodeProcess("policy_node", namespace=namespace, parameters=parameters,
                                    env=platform.env(), log_path=os.path.join(tmp, "policy_node.log"))
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        node = rclpy.create_node("bench_arm", context=context)
-        executor = MultiThreadedExecutor(num_threads=3, context=context)
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spun = Spinning()
+        node = spun.create_node("bench_arm")
         try:
             arm = Arm(node, namespace)
             warming: List = []
@@ -169,7 +162,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
             node.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append, latched)
             act = ActionClient(node, Act, f"{namespace}/sequence_ai_policy/act")
-            spinner.start()
+            spun.spin([node], threads=3)
             if not common.wait_until(lambda: bool(warming) and warming[-1].ready, 60.0) or not node_process.running:
                 return {"skipped": "the node never became ready: " + node_process.output()[-500:]}
             # The camera process may still be starting (importing rclpy, discovery): the goal waits
@@ -203,9 +196,7 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
             result["publish_times"] = published
             result["largest_joint_state_gap_s"] = _largest_gap(list(arm.joint_times))
         finally:
-            executor.shutdown(timeout_sec=2.0)
-            node.destroy_node()
-            rclpy.shutdown(context=context)
+            spun.close()
             node_process.stop()
             cameras.terminate()
             cameras.wait(10)

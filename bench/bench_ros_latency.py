@@ -28,7 +28,6 @@ import argparse
 import os
 import sys
 import tempfile
-import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -62,9 +61,7 @@ def outcome_has_freshness() -> bool:
 def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: int,
          log: Callable[..., None] = print) -> Dict[str, object]:
     """One goal on a fresh platform, node and arm: the figures, or {"error": why}."""
-    import rclpy
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
     from sensor_msgs.msg import Image, JointState
     from sequence_ai_ros.action import Act
@@ -72,6 +69,7 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     from std_msgs.msg import Float64MultiArray
 
     from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
+    from sequence_ai_ros.spinning import Spinning
 
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
     tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
@@ -84,12 +82,8 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
                                    parameters={**NODE, **recording, **overrides},
                                    env=platform.env(),
                                    log_path=os.path.join(tmp, "policy_node.log"))
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        planner = rclpy.create_node("bench_planner", context=context)
-        executor = MultiThreadedExecutor(num_threads=2, context=context)
-        executor.add_node(planner)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spun = Spinning()
+        planner = spun.create_node("bench_planner")
         commands: List[tuple] = []
         warming: List = []
         heard: Dict[str, int] = {}  # the simulated arm's topics, as the node will hear them
@@ -107,7 +101,7 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
             planner.create_subscription(WarmingStatus, f"{namespace}/sequence_ai_policy/warming", warming.append,
                                         latched)
             act = ActionClient(planner, Act, f"{namespace}/sequence_ai_policy/act")
-            spinner.start()
+            spun.spin([planner], threads=2)
             if not common.wait_until(lambda: bool(warming) and warming[-1].ready, 90.0) or not node_process.running:
                 return {"error": "the node never became ready: " + node_process.output()[-400:]}
             if not act.wait_for_server(timeout_sec=30.0):
@@ -127,9 +121,7 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
             if outcome.recording:
                 common.wait_until(lambda: _finished(outcome.recording), 30.0)
         finally:
-            executor.shutdown(timeout_sec=2.0)
-            planner.destroy_node()
-            rclpy.shutdown(context=context)
+            spun.close()
             node_process.stop()
             sim.stop()
     if outcome.reason not in ("timeout", "completed"):  # e.g. stale_input: the machine starved the sim arm

@@ -6,36 +6,27 @@ from __future__ import annotations
 import base64
 import io
 import os
-import subprocess
 import sys
-import tempfile
 import time
-import venv
 from contextlib import contextmanager
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.append(ROOT)  # after the workspace's install tree, which has the ROS interfaces
-BENCH_VENV = os.path.join(ROOT, ".bench-venv")
-PEERS = ("sequence-ai==0.20.0", "openpi-client")
-PUBLIC_VERSION = "0.20.0"
+PUBLIC_VERSION = "0.20.0"  # requirements/scratch/bench.txt pins it
 PLUGIN = "bench.bench_policy:delayed"
 
 
 def peer_python() -> str:
     """The Python of `.bench-venv/`, with the public client and openpi-client installed from PyPI
-    (created on first use)."""
-    python = os.path.join(BENCH_VENV, "bin", "python")
-    if not os.path.exists(python):
-        print(f"creating {BENCH_VENV} with {', '.join(PEERS)} ...", file=sys.stderr)
-        venv.EnvBuilder(with_pip=True, clear=True).create(BENCH_VENV)
-    probe = "import sequence_ai, openpi_client; print(sequence_ai.__version__)"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # never this checkout's sequence_ai
-    check = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env)
-    if check.stdout.strip() != PUBLIC_VERSION:
-        subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *PEERS], check=True)
-    return python
+    (made or brought up to date on first use: scripts/scratch_venv.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        import scratch_venv
+    finally:
+        sys.path.pop(0)
+    return scratch_venv.ensure("bench")
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -92,7 +92,8 @@ ros_env() {
   export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
   # All DDS traffic stays on loopback, on a domain of this run's own.
   export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
-  export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 80) + 10 ))}"
+  # (a block of DOMAIN_BLOCK consecutive ones for a parallel test run: scripts/ros_domains.py)
+  export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$("$VENV/bin/python" -S "$ROOT/scripts/ros_domains.py" --block "${DOMAIN_BLOCK:-1}")}"
   # Raw camera frames need a larger shared-memory segment than Fast DDS's 512 KB (see the file).
   export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-$ROOT/config/fastdds_shm.xml}"
   export PYTHONDONTWRITEBYTECODE=1
@@ -153,6 +154,65 @@ prepare() {
   ros_env
 }
 
+# The test suite: pytest-xdist workers (each with a ROS domain, temp dir and local platform of its
+# own: test/conftest.py), the scratch venvs of requirements/scratch/ made in the background meanwhile
+# (the 0.20.0 reference checks wait for theirs), and with `--load N`, N CPU-burning processes beside
+# the run, ended with it however it ends.
+TEST_WORKERS_DEFAULT=3
+run_tests() {
+  local load=0 workers="${SEQUENCE_AI_TEST_WORKERS:-$TEST_WORKERS_DEFAULT}" args=() arg
+  while (($#)); do
+    case "$1" in
+      --load) load="${2:-}"; shift 2 || { say "--load needs a number of CPU-burning processes"; exit 2; } ;;
+      --load=*) load="${1#--load=}"; shift ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
+  if [[ ! "$load" =~ ^[0-9]+$ ]]; then say "--load takes a number of CPU-burning processes, not '$load'"; exit 2; fi
+  for arg in "${args[@]+"${args[@]}"}"; do  # the caller chose the workers (or none: -p no:xdist, -n 0)
+    case "$arg" in -n|-n*|--numprocesses*|no:xdist) workers="" ;; esac
+  done
+  DOMAIN_BLOCK="${workers:-1}"
+  prepare
+  cd "$ROOT"
+  mkdir -p "$WS/log"
+  "$VENV/bin/python" "$ROOT/scripts/scratch_venv.py" --all >"$WS/log/scratch-venvs.log" 2>&1 &
+  local scratch=$! burners=() pytest_pid=""
+  export SEQUENCES_REFERENCE_PYTHON="${SEQUENCES_REFERENCE_PYTHON:-$(scratch_python bench)}"
+  for ((i = 0; i < load; i++)); do
+    # Burns a CPU until this script is gone, even if it is killed outright (its parent changes).
+    "$VENV/bin/python" -S -c 'import os
+parent = os.getppid()
+while os.getppid() == parent:
+    for _ in range(100000): pass' &
+    burners+=($!)
+  done
+  end_run() {
+    trap - EXIT INT TERM HUP
+    [[ -n "$pytest_pid" ]] && kill -TERM "$pytest_pid" 2>/dev/null
+    kill "${burners[@]+"${burners[@]}"}" "$scratch" 2>/dev/null
+    wait 2>/dev/null
+  }
+  trap 'end_run; exit 130' INT
+  trap 'end_run; exit 143' TERM HUP
+  trap end_run EXIT
+  local beside=""
+  ((load > 0)) && beside=", $load CPU-burning processes beside it"
+  say "pytest${workers:+ on $workers workers}$beside (ruff runs as one of the tests;" \
+      "ROS_DOMAIN_ID=$ROS_DOMAIN_ID${workers:+ and up, one per worker})"
+  # pytest's console script, not `python -m pytest`: the latter puts the source tree first on
+  # sys.path, where sequence_ai_ros lacks the generated interfaces of the install tree. In the
+  # background and waited for, so a signal to this script runs its trap at once.
+  "$VENV/bin/pytest" ${workers:+-n "$workers"} "${args[@]+"${args[@]}"}" &
+  pytest_pid=$!
+  local status=0
+  wait "$pytest_pid" || status=$?
+  pytest_pid=""
+  exit "$status"
+}
+
+scratch_python() { echo "$ROOT/.$1-venv/bin/python"; }
+
 cmd="${1:-setup}"
 shift || true
 case "$cmd" in
@@ -161,12 +221,7 @@ case "$cmd" in
     say "ready: $WS/install"
     ;;
   test)
-    prepare
-    cd "$ROOT"
-    say "pytest (ruff runs as one of the tests; ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
-    # pytest's console script, not `python -m pytest`: the latter puts the source tree first on
-    # sys.path, where sequence_ai_ros lacks the generated interfaces of the install tree.
-    exec "$VENV/bin/pytest" "$@"
+    run_tests "$@"
     ;;
   demo)
     prepare

@@ -13,7 +13,7 @@ converts each row on its own, whichever request it came from and however many ar
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import sequence_ai
 
@@ -50,7 +50,9 @@ class ArmLoop:
             config.joint_velocity_max, config.max_step_rad,
         )
         self._lock = threading.Lock()
-        self._pending: Optional[Command] = None
+        # The row validate() passed and the command it checked for it: act() publishes that command
+        # for that row only (the client calls validate(row), then act(row) with the same row).
+        self._validated: Optional[Tuple[Sequence[float], Command]] = None
         self.last_command: Optional[Command] = None
         self._last_chunk: Optional[int] = None  # the chunk number of the last validated row
         self.unsafe_reason = ""
@@ -59,7 +61,7 @@ class ArmLoop:
     # -- per run -------------------------------------------------------------------------------
     def begin_run(self) -> None:
         with self._lock:
-            self._pending = None
+            self._validated = None
             self.last_command = None
             self._last_chunk = None
             self.unsafe_reason = ""
@@ -95,16 +97,18 @@ class ArmLoop:
         except (UnsafeCommand, ValueError) as exc:
             self.unsafe_reason = str(exc)
             self._warn(f"unsafe action refused, not published: {exc}")
-            self._pending = None
+            self._validated = None
             return False
-        self._pending = command
+        self._validated = (row, command)
         self._last_chunk = chunk
         return True
 
     def act(self, row: Sequence[float]) -> None:
-        command, self._pending = self._pending, None
-        if command is None:  # validate is always attached by the node; never publish unchecked
-            raise RuntimeError("act() called without a validated command")
+        """Publish the command validate() checked for this very row."""
+        validated, self._validated = self._validated, None
+        if validated is None or validated[0] is not row:  # never publish a row that was not checked
+            raise RuntimeError("act() called with a row validate() did not pass")
+        command = validated[1]
         self.publisher.publish(command, self.period_s())
         self.last_command = command  # in a dry run: the last computed one
         self.published_this_tick += 1

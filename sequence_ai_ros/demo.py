@@ -20,7 +20,6 @@ import math
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
@@ -49,11 +48,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="where the recording (recordings/) and the timeline PNG are written")
     args = parser.parse_args(argv)
 
-    import rclpy
-
     from sequence_ai.platform.spawn import LocalPlatform
 
     from .processes import ros_environment
+    from .spinning import Spinning
 
     os.environ.update(ros_environment())
     logs = Path(tempfile.mkdtemp(prefix="sequence-ai-demo-"))
@@ -64,12 +62,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"[demo] local platform at {platform.base_url} (worker {platform.worker_url}), "
               + ("instant worker" if args.instant else f"latency {args.latency_ms:g} ms +-{100 * args.jitter:.0f} %"))
         record_dir = (args.out / "recordings").absolute()
-        with _nodes(platform.env(), logs, args.without_launch, record_dir) as output:
-            rclpy.init()
-            try:
-                result = _Planner().drive(args, started)
-            finally:
-                rclpy.shutdown()
+        with _nodes(platform.env(), logs, args.without_launch, record_dir) as output, Spinning() as spun:
+            result = _Planner(spun).drive(args, started)
         if result is None:
             print("[demo] the run did not finish; log:\n" + output()[-3000:], file=sys.stderr)
             return 1
@@ -124,8 +118,7 @@ def _nodes(env, logs: Path, without_launch: bool, record_dir: Path) -> Iterator:
 class _Planner:
     """The planner side of the demo: an rclpy node that sends the goal and changes the instruction."""
 
-    def __init__(self) -> None:
-        import rclpy
+    def __init__(self, spun) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.action import ActionClient
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -134,7 +127,7 @@ class _Planner:
         from sequence_ai_ros.msg import RunOutcome, WarmingStatus
         from sequence_ai_ros.srv import SetInstruction
 
-        self.node = rclpy.create_node("demo_planner")
+        self.node = spun.create_node("demo_planner")
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.feedback: List[Tuple[float, object]] = []
         self.warming: Optional[object] = None
@@ -149,18 +142,10 @@ class _Planner:
         self.client = ActionClient(self.node, Act, "/sequence_ai_policy/act")
         self.set_instruction = self.node.create_client(SetInstruction, "/sequence_ai_policy/set_instruction")
         self.SetInstruction = SetInstruction
-        self._spin = threading.Thread(target=self._spin_forever, daemon=True)
-        self._stop = threading.Event()
-        self._spin.start()
+        spun.spin([self.node], name="demo-planner")
 
     def _t(self) -> float:
         return time.monotonic() - self.t0
-
-    def _spin_forever(self) -> None:
-        import rclpy
-
-        while not self._stop.is_set() and rclpy.ok():
-            rclpy.spin_once(self.node, timeout_sec=0.05)
 
     def _on_warming(self, message) -> None:
         if self.warming is None or message.ready != getattr(self.warming, "ready", None):
@@ -182,47 +167,43 @@ class _Planner:
         return False
 
     def drive(self, args, started: float):
-        try:
-            if not self._wait(lambda: self.warming is not None and self.warming.ready, 60.0):
-                print("[demo] the policy node never reported ready", file=sys.stderr)
-                return None
-            # What a careful planner does: wait until the node reports every input fresh.
-            if not self._wait(lambda: self.inputs_ok, 30.0):
-                print("[demo] the policy node never saw fresh camera and joint inputs", file=sys.stderr)
-                return None
-            if not self.client.wait_for_server(timeout_sec=10.0):
-                print("[demo] no act action server", file=sys.stderr)
-                return None
-            print(f"[demo] node ready {time.monotonic() - started:.1f}s after start; sending the goal: {FIRST!r}")
-            goal = self.Act.Goal(instruction=FIRST, max_seconds=args.seconds, max_actions=0)
-            self.t0 = time.monotonic()
-            sent = self.client.send_goal_async(goal, feedback_callback=self._on_feedback)
-            if not self._wait(sent.done, 10.0) or not sent.result().accepted:
-                print("[demo] goal not accepted", file=sys.stderr)
-                return None
-            result_future = sent.result().get_result_async()
-            switched = False
-            while not result_future.done():
-                if not switched and self._t() >= args.switch_after:
-                    request = self.SetInstruction.Request(instruction=SECOND)
-                    reply = self.set_instruction.call_async(request)
-                    self._wait(reply.done, 5.0)
-                    print(f"[demo] t={self._t():5.2f}s set_instruction -> {SECOND!r} "
-                          f"(accepted={reply.result().accepted if reply.done() else '?'})")
-                    switched = True
-                time.sleep(0.05)
-            result = result_future.result().result
-            print(f"[demo] result: status={result.status} {result.message}")
-            self._wait(lambda: self.outcome is not None, 3.0)
-            o = result.outcome
-            print(f"[demo] RunOutcome: reason={o.reason} actions={o.actions} chunks={o.chunks} "
-                  f"elapsed={o.elapsed_s:.2f}s underruns={o.underruns} ({o.underrun_s:.2f}s) "
-                  f"swaps={o.instruction_swaps} max_lag={o.max_instruction_lag_s:.2f}s held={o.held} "
-                  f"final_instruction={o.final_instruction!r}")
-            return result
-        finally:
-            self._stop.set()
-            self._spin.join(2.0)
+        if not self._wait(lambda: self.warming is not None and self.warming.ready, 60.0):
+            print("[demo] the policy node never reported ready", file=sys.stderr)
+            return None
+        # What a careful planner does: wait until the node reports every input fresh.
+        if not self._wait(lambda: self.inputs_ok, 30.0):
+            print("[demo] the policy node never saw fresh camera and joint inputs", file=sys.stderr)
+            return None
+        if not self.client.wait_for_server(timeout_sec=10.0):
+            print("[demo] no act action server", file=sys.stderr)
+            return None
+        print(f"[demo] node ready {time.monotonic() - started:.1f}s after start; sending the goal: {FIRST!r}")
+        goal = self.Act.Goal(instruction=FIRST, max_seconds=args.seconds, max_actions=0)
+        self.t0 = time.monotonic()
+        sent = self.client.send_goal_async(goal, feedback_callback=self._on_feedback)
+        if not self._wait(sent.done, 10.0) or not sent.result().accepted:
+            print("[demo] goal not accepted", file=sys.stderr)
+            return None
+        result_future = sent.result().get_result_async()
+        switched = False
+        while not result_future.done():
+            if not switched and self._t() >= args.switch_after:
+                request = self.SetInstruction.Request(instruction=SECOND)
+                reply = self.set_instruction.call_async(request)
+                self._wait(reply.done, 5.0)
+                print(f"[demo] t={self._t():5.2f}s set_instruction -> {SECOND!r} "
+                      f"(accepted={reply.result().accepted if reply.done() else '?'})")
+                switched = True
+            time.sleep(0.05)
+        result = result_future.result().result
+        print(f"[demo] result: status={result.status} {result.message}")
+        self._wait(lambda: self.outcome is not None, 3.0)
+        o = result.outcome
+        print(f"[demo] RunOutcome: reason={o.reason} actions={o.actions} chunks={o.chunks} "
+              f"elapsed={o.elapsed_s:.2f}s underruns={o.underruns} ({o.underrun_s:.2f}s) "
+              f"swaps={o.instruction_swaps} max_lag={o.max_instruction_lag_s:.2f}s held={o.held} "
+              f"final_instruction={o.final_instruction!r}")
+        return result
 
     def _on_feedback(self, message) -> None:
         f = message.feedback

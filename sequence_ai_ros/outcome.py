@@ -1,9 +1,14 @@
 """How a run's ending becomes a RunOutcome message and one terminal goal state.
 
     completed / until / timeout          -> succeeded
-    interrupted / canceled               -> canceled
-    anything else (validate, stale_input, bad_input,
-    estop, shutdown, raised:<Class>)     -> aborted, with the reason
+    canceled (the goal's client asked)   -> canceled
+    anything else (interrupted, validate, stale_input,
+    bad_input, estop, shutdown, raised:<Class>) -> aborted, with the reason
+
+An interrupted goal (~/interrupt, a preempting goal) ends aborted: rclpy's goal handle enters the
+CANCELING state, the only one `canceled()` leaves from, only on a cancel request from the goal's
+client, and ROS calls a goal the server ended without one aborted. Its result's status,
+STATUS_INTERRUPTED, says what happened.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ _BY_REASON = {
     "completed": (Act.Result.STATUS_COMPLETED, SUCCEEDED),
     "until": (Act.Result.STATUS_UNTIL, SUCCEEDED),
     "timeout": (Act.Result.STATUS_TIMEOUT, SUCCEEDED),
-    "interrupted": (Act.Result.STATUS_INTERRUPTED, CANCELED),
+    "interrupted": (Act.Result.STATUS_INTERRUPTED, ABORTED),
     "canceled": (Act.Result.STATUS_CANCELED, CANCELED),
     "validate": (Act.Result.STATUS_UNSAFE_ACTION, ABORTED),
     "stale_input": (Act.Result.STATUS_STALE_INPUT, ABORTED),
@@ -56,15 +61,11 @@ def ending_of(exc: BaseException) -> Tuple[str, str]:
 
 
 def end_goal(goal_handle: Any, terminal: str) -> None:
-    """Put the goal in its terminal state. A goal stopped by ~/interrupt (not by a cancel request)
-    must first pass through CANCELING, which rclpy only enters from a cancel request: enter it here."""
+    """Put the goal in its one terminal state, through the goal handle's public calls (each valid
+    from EXECUTING, and from CANCELING once a cancel request was accepted)."""
     if terminal == SUCCEEDED:
         goal_handle.succeed()
-    elif terminal == CANCELED:
-        if not goal_handle.is_cancel_requested:
-            from rclpy.action.server import GoalEvent
-
-            goal_handle._update_state(GoalEvent.CANCEL_GOAL)
+    elif terminal == CANCELED and goal_handle.is_cancel_requested:
         goal_handle.canceled()
     else:
         goal_handle.abort()

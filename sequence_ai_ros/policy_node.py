@@ -1,27 +1,26 @@
 """The `policy_node` executable: one PolicyNode and its two companions, each spun by an executor
 of its own (the node's callbacks on a pool, the inputs and the control clock on one thread each:
-companions.py), until SIGINT or SIGTERM; then the running goal holds and reports `shutdown`.
+companions.py), until SIGINT or SIGTERM; then the running goal holds and reports `shutdown`, the
+results go out, and the nodes come down in spinning.py's order.
 
     ros2 run sequence_ai_ros policy_node --ros-args --params-file config/policy.yaml
 """
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
 from typing import Iterable, Optional
 
-import rclpy
-from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
-from rclpy.signals import SignalHandlerOptions
+from rclpy.executors import Executor
 from rclpy.task import Future
 
 import sequence_ai
 
 from .node import PolicyNode
 from .parameters import ConfigError
+from .spinning import Spinning
 
 __all__ = ["deliver_results", "main"]
 
@@ -31,54 +30,27 @@ RESULTS_WAIT_S = 3.0  # at shutdown, for the results of goals that just ended to
 def main(argv: Optional[list] = None) -> int:
     # Our own signal handling: on Ctrl-C / SIGTERM the running goal must still hold and report
     # while the ROS context is alive, so rclpy's handler (which shuts the context down) is off.
-    stop = threading.Event()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: stop.set())
+    argv = list(sys.argv if argv is None else argv)
+    spun = Spinning(argv, stop_on_signals=True)
     # A thread woken by the control timer waits for the GIL at most this long behind one that
     # holds it (camera conversion, JSON, HTTP); Python's default is 5 ms, a large share of a
     # 2 ms jitter budget.
     sys.setswitchinterval(0.001)
-    argv = list(sys.argv if argv is None else argv)
-    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     try:
-        node = PolicyNode(argv)
+        node = PolicyNode(argv, context=spun.context)
     except (ConfigError, sequence_ai.SequencesError):
-        rclpy.shutdown()  # the reason is logged (FATAL); a launch file can end with the node
+        spun.close()  # the reason is logged (FATAL); a launch file can end with the node
         return 1
-    executor = MultiThreadedExecutor(num_threads=6)
-    executor.add_node(node)
-    inputs = SingleThreadedExecutor()
-    inputs.add_node(node.inputs_node)
-    spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
-    spinner.start()
-    inputs_spinner = threading.Thread(target=inputs.spin, name="inputs", daemon=True)
-    inputs_spinner.start()
-    clock = SingleThreadedExecutor()
-    clock.add_node(node.clock_node)
-
-    def spin_clock() -> None:
-        node.priority.apply()
-        clock.spin()
-
-    clock_spinner = threading.Thread(target=spin_clock, name="control-clock", daemon=True)
-    clock_spinner.start()
-    while not stop.wait(0.5) and spinner.is_alive():
-        pass
+    # The node's callbacks on a pool, the inputs and the control clock on a thread each (companions.py).
+    executor = spun.spin([node], threads=6, name="executor")
+    spun.spin([node.inputs_node], name="inputs")
+    spun.spin([node.clock_node], name="control-clock", on_thread_start=node.priority.apply)
+    spun.wait()
     node.shutdown()
-    if spinner.is_alive():  # the results go out on the executor's threads
+    if spun.spinning(executor):  # the results go out on the executor's threads
         deliver_results(getattr(node.action_server, "_result_futures", {}).values(), executor)
     node.finish_recordings()
-    for executor_ in (executor, inputs, clock):
-        executor_.shutdown(timeout_sec=2.0)
-    # Jazzy's shutdown() returns without waiting for its spin to end; a node destroyed under a
-    # thread still in spin_once aborted the process ("terminate called without an active
-    # exception", exit -6, once in a full suite run). Each spin ends at the shutdown's wake-up.
-    for thread in (spinner, inputs_spinner, clock_spinner):
-        thread.join(timeout=5.0)
-    _join_callbacks(executor, timeout_s=5.0)
-    for each in (node.inputs_node, node.clock_node, node):
-        each.destroy_node()
-    rclpy.shutdown()
+    spun.close()
     return 0
 
 
@@ -100,16 +72,6 @@ def deliver_results(result_futures: Iterable[Future], executor: Executor, timeou
     with executor._tasks_lock:
         scheduled = [task for task, entity, _node in executor._tasks if entity is None and not task.done()]
     return all(_done_by(task, deadline) for task in scheduled)
-
-
-def _join_callbacks(executor: MultiThreadedExecutor, timeout_s: float) -> None:
-    """Let the callbacks still running on the executor's pool (a timer's publish, a service) end
-    before the nodes are destroyed under them (bounded: a callback that never ends is left)."""
-    pool = getattr(executor, "_executor", None)  # the pool is private; rclpy never shuts it down
-    if pool is not None:
-        closer = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, daemon=True)
-        closer.start()
-        closer.join(timeout_s)
 
 
 def _done_by(future: Future, deadline: float) -> bool:

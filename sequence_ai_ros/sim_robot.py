@@ -15,7 +15,6 @@ import time
 from typing import List, Optional
 
 import numpy as np
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
@@ -23,6 +22,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from .parameters import FRANKA_DQ_MAX, FRANKA_JOINTS, FRANKA_Q_MAX, FRANKA_Q_MIN
+from .spinning import Spinning
 
 HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
 GRIPPER_OPEN, GRIPPER_CLOSED, GRIPPER_SPEED = 0.04, 0.0, 0.1
@@ -164,18 +164,12 @@ def render(view: str, q: np.ndarray, gripper: float, width: int, height: int) ->
 
 
 def main(argv: Optional[list] = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    node = None
+    spun = Spinning(argv if argv is not None else sys.argv, stop_on_signals=True)  # Ctrl-C: a clean exit
     try:
-        node = SimRobot()
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C, while spinning or still starting up: a clean exit
+        spun.spin([SimRobot(context=spun.context)])
+        spun.wait()
     finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        spun.close()
     return 0
 
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ROWS = [
@@ -48,6 +50,7 @@ ROS_ROWS = ("ROS command interval jitter p99", "ROS command interval jitter p99,
             "latency 0.7 s")
 
 
+@pytest.mark.slow
 def test_quick_run_writes_a_table_with_a_number_in_every_metric_row(tmp_path):
     out = tmp_path / "PERFORMANCE.md"
     peers = [] if (ROOT / ".bench-venv" / "bin" / "python").exists() else ["--no-peers"]  # never install here

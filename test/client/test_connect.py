@@ -92,8 +92,14 @@ def test_expect_mismatch_refuses_the_worker_before_any_act(platform):
 
 
 def test_expect_match_is_accepted(platform):
-    with policy_for(platform, expect={"action_space": "joint_delta", "action_dim": 8}) as policy:
-        policy.predict(observation())
+    expect = {"action_space": "joint_delta", "action_dim": 8}
+    with policy_for(platform, expect=expect) as policy:
+        prediction = policy.predict(observation())
+        declared = policy.contract["action"]
+    # The worker declared an action contract, it is the one expected, and the request it was
+    # checked for went through to that worker.
+    assert {key: declared.get(key) for key in expect} == expect, declared
+    assert [(r["rid"], r["status"]) for r in platform.requests()] == [(prediction.id, 200)]
 
 
 def test_unreachable_worker_error_carries_no_secret_and_no_cause(platform):

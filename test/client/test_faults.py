@@ -56,8 +56,11 @@ def test_cold_worker_is_waited_out_before_the_first_action(platform):
 
 
 def test_warming_in_code_form_is_waited_out_too(platform):
-    platform.fault("warming", seconds=1.0, form="code")
-    _complete(platform, on_warming=lambda waited, eta: None)
+    assert platform.fault("warming", seconds=1.0, form="code")["form"] == "code"
+    calls = []
+    _complete(platform, on_warming=lambda waited, eta: calls.append((waited, eta)))
+    assert calls, "the run never met the cold start (on_warming was not called)"
+    assert platform.stats()["gateway"]["POST /v1/act/connect"].get("503", 0) >= 1, "no 503 warming was answered"
 
 
 def test_busy_worker_is_retried_within_the_call(platform):
@@ -100,11 +103,14 @@ def test_restarted_worker_is_reconnected_transparently(platform):
     robot = Robot()
     with policy_for(platform) as policy:
         policy.predict(robot.observe())
+        before = platform.worker()
         platform.fault("restart_worker")
+        assert platform.worker() != before, "the worker did not restart"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = policy.run(**run_kwargs(robot), max_actions=SHORT)
     assert out.reason == "completed" and robot.holds == 0
+    assert _connects(platform) >= 2, "the run went on without connecting to the new worker"
 
 
 def test_restarted_worker_is_found_even_when_the_gateway_is_briefly_without_it(platform):
@@ -124,7 +130,12 @@ def test_restarted_worker_is_found_even_when_the_gateway_is_briefly_without_it(p
 
 def test_dropped_connection_is_replayed(platform):
     platform.fault("drop", count=1)
-    _complete(platform)
+    out, _ = _complete(platform)
+    rids = [r["rid"] for r in platform.requests()]
+    # The worker's log: the request whose answer was dropped, then the same request again (one
+    # request id), then the rest of the run.
+    assert rids[0] == rids[1] and len(set(rids)) == len(rids) - 1, rids
+    assert len(set(rids)) == out.chunks
 
 
 def test_worker_down_briefly_is_ridden_out(platform):
@@ -139,6 +150,7 @@ def test_worker_down_briefly_is_ridden_out(platform):
             warnings.simplefilter("ignore")
             out = policy.run(**run_kwargs(robot), max_actions=SHORT)
     assert out.reason == "completed" and robot.holds == 0
+    assert _connects(platform) >= 2, "the run never met the worker down (it never connected again)"
 
 
 # -- fatal ---------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Behaviour of the public 0.20.0 client next to ours, for the claims docs make about it.
 
-Runs only with SEQUENCES_REFERENCE_PYTHON set to a Python that has `sequence-ai==0.20.0`
-installed (a scratch venv: `python3.11 -m venv /tmp/ref && /tmp/ref/bin/pip install
-'sequence-ai[image]==0.20.0'`); nothing of that package is kept here, it is only run.
+Runs the public `sequence-ai[image]==0.20.0` from a Python of its own: `.bench-venv/`, which
+`scripts/workspace.sh test` makes in the background while the suite starts
+(scripts/scratch_venv.py, requirements/scratch/bench.txt), or SEQUENCES_REFERENCE_PYTHON set to
+any Python that has it. Nothing of that package is kept here, it is only run.
 
-    SEQUENCES_REFERENCE_PYTHON=/tmp/ref/bin/python scripts/workspace.sh test test/reference
+    scripts/workspace.sh test test/reference
 """
 
 from __future__ import annotations
@@ -12,14 +13,35 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 
 import pytest
 
 from sequence_ai import cli
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(_ROOT, "scripts"))
+import scratch_venv
+
+sys.path.pop(0)
+
 REFERENCE = os.environ.get("SEQUENCES_REFERENCE_PYTHON", "")
-pytestmark = pytest.mark.skipif(not REFERENCE, reason="SEQUENCES_REFERENCE_PYTHON (a Python with sequence-ai==0.20.0) not set")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _reference_python() -> None:
+    """Wait for the scratch venv while it is being made; skip, in one line, where there is none."""
+    if not REFERENCE:
+        pytest.skip("SEQUENCES_REFERENCE_PYTHON (a Python with sequence-ai==0.20.0) not set: "
+                    "run through scripts/workspace.sh test, which makes .bench-venv/")
+    if os.path.abspath(REFERENCE) == scratch_venv.python_of("bench"):
+        made = scratch_venv.ready("bench")
+        if isinstance(made, scratch_venv.ScratchVenvError):
+            pytest.skip(f"no sequence-ai 0.20.0 to compare with: {made}")
+    elif not os.path.exists(REFERENCE):
+        pytest.skip(f"SEQUENCES_REFERENCE_PYTHON={REFERENCE} does not exist")
+
 
 # One predict, then (optionally) a worker restart of the given shape through the admin API, then
 # another predict; prints what happened as one JSON line.

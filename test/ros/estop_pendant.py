@@ -9,32 +9,26 @@ from __future__ import annotations
 
 import itertools
 import sys
-import threading
 
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
+
+from sequence_ai_ros.spinning import Spinning
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def main() -> None:
     topic, first = sys.argv[1], sys.argv[2]
-    rclpy.init()
-    node = rclpy.create_node(f"estop_pendant_{first}")
-    publisher = node.create_publisher(Bool, topic, LATCHED)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
-    for line in itertools.chain([first], sys.stdin):  # stdin line by line, as it comes
-        value = line.strip().lower()
-        if value in ("true", "false"):
-            publisher.publish(Bool(data=value == "true"))
-            print(f"published {value}", flush=True)
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown()
+    with Spinning() as spun:
+        node = spun.create_node(f"estop_pendant_{first}")
+        publisher = node.create_publisher(Bool, topic, LATCHED)
+        spun.spin([node])
+        for line in itertools.chain([first], sys.stdin):  # stdin line by line, as it comes
+            value = line.strip().lower()
+            if value in ("true", "false"):
+                publisher.publish(Bool(data=value == "true"))
+                print(f"published {value}", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from eventually import wait_until
 from rclpy.action import ActionClient
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from sequence_ai_ros.action import Act
@@ -35,6 +33,7 @@ from trajectory_msgs.msg import JointTrajectory
 from unique_identifier_msgs.msg import UUID
 
 from sequence_ai_ros.processes import NodeProcess
+from sequence_ai_ros.spinning import Spinning
 
 HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
 JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
@@ -277,21 +276,16 @@ class SentGoal:
 
 
 class RosHarness:
-    """One rclpy context per test, spun on a background thread, torn down after."""
+    """One rclpy context per test, spun on a background thread, torn down after (spinning.py)."""
 
     def __init__(self):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node(f"test_harness_{next(_namespaces)}", context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=3, context=self.context)
-        self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self._thread.start()
+        self._spun = Spinning()
+        self.context = self._spun.context
+        self.node = self._spun.create_node(f"test_harness_{next(_namespaces)}")
+        self.executor = self._spun.spin([self.node], threads=3)
 
     def close(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        self._spun.close()
 
 
 NODE_TOPICS: Dict[str, Any] = {  # the topics are the node's defaults: relative, so the namespace applies

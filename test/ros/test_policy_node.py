@@ -179,7 +179,7 @@ def test_preempt_policy_interrupts_the_running_goal_for_the_new_one(ros, policy_
     assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     second = planner.send("open the drawer", max_seconds=1.5)
     preempted = Planner.result(first, timeout_s=10.0)
-    assert preempted.status == 5 and preempted.result.outcome.reason == "interrupted"
+    assert preempted.status == 6 and preempted.result.outcome.reason == "interrupted"  # GoalStatus.STATUS_ABORTED
     assert preempted.result.outcome.held
     finished = Planner.result(second)
     assert finished.result.status == Act.Result.STATUS_TIMEOUT

@@ -165,7 +165,7 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(shared, pla
     reply = planner.call(planner.interrupt, Trigger.Request())
     assert reply.success
     response = Planner.result(handle)
-    assert response.status == 5  # GoalStatus.STATUS_CANCELED
+    assert response.status == 6  # GoalStatus.STATUS_ABORTED: the goal's client did not cancel it
     assert response.result.status == Act.Result.STATUS_INTERRUPTED
     assert response.result.outcome.reason == "interrupted" and response.result.outcome.held
     # Every command the outcome counts, and the hold, may reach this process late (it now and
@@ -185,7 +185,7 @@ def test_goal_cancel_stops_within_one_control_period_and_holds(shared, platform)
     called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     assert planner.cancel(handle), "the cancel request was not answered"
     response = Planner.result(handle)
-    assert response.status == 5
+    assert response.status == 5  # GoalStatus.STATUS_CANCELED
     assert response.result.status == Act.Result.STATUS_CANCELED
     assert response.result.outcome.reason == "canceled" and response.result.outcome.held
     stamps = arm.settled_stamps(response.result.outcome.actions + 1)  # as above
@@ -283,7 +283,9 @@ def test_until_topic_ends_the_run_with_reason_until(shared, platform):
 def test_worker_restart_mid_run_continues_or_ends_held_with_a_reason(shared, platform):
     ros, process, arm, planner = shared
     handle = moving_goal(planner, arm, 5.0, commands=10)
+    before = platform.worker()
     platform.fault("restart_worker")
+    assert platform.worker() != before, "the worker did not restart"
     response = Planner.result(handle)
     outcome = response.result.outcome
     assert outcome.held

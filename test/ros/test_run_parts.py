@@ -171,18 +171,13 @@ def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():
     """rclpy sends a goal's result from a done callback of the result's future, run as an executor
     task; deliver_results must not return before that task has run (else the executor is stopped
     under it), however the executor orders its tasks."""
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.task import Future
 
     from sequence_ai_ros.policy_node import deliver_results
+    from sequence_ai_ros.spinning import Spinning
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
+    with Spinning() as spun:
+        executor = spun.spin([], threads=3)
         sent = []
         results = [Future(executor=executor) for _ in range(2)]
         for result in results:  # what ActionServer registers for a client's get_result request
@@ -196,6 +191,57 @@ def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():
         idle.set_result("old")
         started = time.monotonic()
         assert deliver_results([idle], executor, timeout_s=10.0) and time.monotonic() - started < 5.0
-    finally:
-        executor.shutdown(timeout_sec=2.0)
-        rclpy.shutdown(context=context)
+
+
+class _Row(list):
+    """A row as run() hands it to validate and act: the values, the chunk, and the joint state its
+    chunk was computed from (q_ref)."""
+
+    def __init__(self, values, q_ref, chunk=1):
+        super().__init__(values)
+        self.q_ref, self.chunk = q_ref, chunk
+
+
+def test_act_publishes_the_command_validate_checked_for_that_very_row_and_no_other(platform):
+    from eventually import wait_until
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from sequence_ai._catalogue._models import lookup
+    from sequence_ai_ros import parameters
+    from sequence_ai_ros.arm import ArmLoop
+    from sequence_ai_ros.commands import CommandMapping, CommandPublisher
+    from sequence_ai_ros.inputs import LatestSample, joint_check
+    from sequence_ai_ros.qos import COMMANDS
+    from sequence_ai_ros.spinning import Spinning
+
+    home = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
+    with Spinning() as spun:
+        node = spun.create_node("arm_loop_parts")
+        parameters.declare(node)
+        config = parameters.read(node)
+        model = lookup("pi05-droid", base_url=platform.base_url, api_key=platform.api_key)
+        mapping = CommandMapping(model, config)
+        joint_states = LatestSample("joint_states", 5.0, time.monotonic,
+                                    check=joint_check(config.joint_names, config.gripper_joint))
+        joint_states.store(JointState(name=[*config.joint_names, config.gripper_joint], position=[*home, 0.04]))
+        published = []
+        node.create_subscription(Float64MultiArray, config.command_topic, lambda m: published.append(list(m.data)),
+                                 QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        arm = ArmLoop(config, model, mapping, CommandPublisher(node, config, COMMANDS, lambda _: None),
+                      joint_states, {}, lambda: 1 / 15, lambda _: None)
+        spun.spin([node])
+        checked = _Row([0.01] * 7 + [0.0], q_ref=home)
+        other = _Row([0.02] * 7 + [0.0], q_ref=home)
+        assert arm.validate(checked)
+        with pytest.raises(RuntimeError, match="did not pass"):
+            arm.act(other)  # never published: it was not the row checked
+        assert arm.validate(checked)
+        arm.act(checked)
+        expected = mapping.command(checked, home)
+        assert wait_until(lambda: published, 10.0), "the validated command was never published"
+        assert len(published) == 1 and published[0][:7] == pytest.approx(list(expected.joints)), \
+            f"published {published}, not the checked command {expected}"
+        with pytest.raises(RuntimeError):
+            arm.act(checked)  # validated once, published once

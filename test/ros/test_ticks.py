@@ -1,4 +1,8 @@
-"""The ROS timer as the loop's clock: one action per tick, no bursts after a stall."""
+"""The ROS timer as the loop's clock: one action per tick, no bursts after a stall.
+
+Which tick let a wait or a command go is told by counting the ticks the test gave it, each given
+only once the call blocks waiting for it (`released_by`), never by how long the call took: on a
+loaded machine the test's threads run late, the ticks' order does not change."""
 
 from __future__ import annotations
 
@@ -17,78 +21,123 @@ def never() -> bool:
     return False
 
 
+class WatchedTicks(TimerTicks):
+    """TimerTicks that tells how many ticks it was given and which tick a blocked wait() or
+    on_beat() awaits: so a test tells which tick let a call go by counting, not by timing."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.given = 0
+        self.awaiting = None  # the number of the tick a blocked call waits for
+
+    def tick(self) -> None:
+        self.given += 1
+        super().tick()
+
+    def _await_tick_after(self, count, interrupted) -> None:
+        self.awaiting = count + 1
+        try:
+            super()._await_tick_after(count, interrupted)
+        finally:
+            self.awaiting = None
+
+
+def released_by(ticks: WatchedTicks, call, clock=None, advances=(0.0, 0.0, 0.0), timeout_s: float = 10.0) -> int:
+    """Which tick let `call` (run on a thread of its own) return: 0 if it returned without one, k
+    if the k-th tick given here did. A tick is given (from a thread, as the timer's callback: it
+    may stand aside for a command) only once the call blocks waiting for it; the hand clock (if
+    any) moves on by advances[k-1] first."""
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (call(), done.set()), daemon=True)
+    first = ticks.given
+    timers = []
+    thread.start()
+    try:
+        for given in range(len(advances) + 1):
+            assert wait_until(lambda: done.is_set() or ticks.awaiting == ticks.given + 1, timeout_s), \
+                "neither returned nor waited for a tick"
+            if done.is_set():
+                return ticks.given - first
+            assert given < len(advances), f"still waiting after {given} ticks"
+            if clock is not None:
+                clock.t += advances[given]
+            timers.append(threading.Thread(target=ticks.tick, daemon=True))
+            timers[-1].start()
+            assert wait_until(lambda want=first + given + 1: ticks.given == want, timeout_s)
+        raise AssertionError("unreachable")
+    finally:
+        for timer in timers:
+            timer.join(timeout_s)
+
+
+def waits(ticks: TimerTicks):
+    return lambda: ticks.wait(PERIOD, gives_up_after(10.0))
+
+
+def beats(ticks: TimerTicks):
+    """The node's way to send one command: on_beat, then sent."""
+    return lambda: (ticks.on_beat(gives_up_after(10.0)), ticks.sent())
+
+
 def test_wait_blocks_until_the_next_tick():
-    ticks = TimerTicks(PERIOD)
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
-    threading.Timer(0.1, ticks.tick).start()
-    started = time.monotonic()
-    ticks.wait(1 / 15, never)
-    assert 0.08 <= time.monotonic() - started < 1.0
+    assert released_by(ticks, waits(ticks)) == 1
 
 
 def test_the_first_action_of_a_run_waits_for_a_tick_even_if_one_just_passed():
-    ticks = TimerTicks(PERIOD)
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
     ticks.tick()
-    threading.Timer(0.1, ticks.tick).start()
-    started = time.monotonic()
-    ticks.wait(1 / 15, never)
-    assert time.monotonic() - started >= 0.08
+    assert released_by(ticks, waits(ticks)) == 1
 
 
 def test_a_tick_during_the_action_is_due_at_once():
-    ticks = TimerTicks(PERIOD)
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
-    threading.Timer(0.02, ticks.tick).start()
-    ticks.wait(1 / 15, never)  # on the beat from here
+    assert released_by(ticks, waits(ticks)) == 1  # on the beat from here
     ticks.tick()  # the next tick arrives while the action is being published
-    started = time.monotonic()
-    ticks.wait(1 / 15, never)
-    assert time.monotonic() - started < 0.05
+    assert released_by(ticks, waits(ticks)) == 0
 
 
-def test_after_a_stall_the_next_action_waits_for_a_fresh_tick_instead_of_bursting():
-    ticks = TimerTicks(PERIOD)
+@pytest.mark.parametrize("start", ["of a run", "on the beat"])
+def test_after_a_stall_the_next_action_waits_for_a_fresh_tick_instead_of_bursting(start):
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
+    if start == "on the beat":
+        assert released_by(ticks, waits(ticks)) == 1
     for _ in range(5):  # five ticks went by while the loop waited for a chunk
         ticks.tick()
-    threading.Timer(0.1, ticks.tick).start()
-    started = time.monotonic()
-    ticks.wait(1 / 15, never)
-    assert time.monotonic() - started >= 0.08
+    assert released_by(ticks, waits(ticks)) == 1
 
 
 @pytest.mark.parametrize("call", ["wait", "on_beat"])
-def test_waiting_for_a_tick_returns_promptly_when_interrupted(call):
-    ticks = TimerTicks(PERIOD)
+def test_waiting_for_a_tick_returns_when_interrupted(call):
+    # A plain callable is looked at every _POLL_S (20 ms); the bound here only has to tell a
+    # return from a wait for a tick that never comes, on a loaded machine.
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
     flag = threading.Event()
-    threading.Timer(0.05, flag.set).start()
-    started = time.monotonic()
-    if call == "wait":
-        ticks.wait(1 / 15, flag.is_set)
-    else:
-        ticks.on_beat(flag.is_set)
-    assert time.monotonic() - started < 0.2
+    waiter = threading.Thread(target=ticks.wait if call == "wait" else ticks.on_beat,
+                              args=(PERIOD, flag.is_set) if call == "wait" else (flag.is_set,), daemon=True)
+    waiter.start()
+    assert wait_until(lambda: ticks.awaiting == 1, 10.0)
+    flag.set()
+    waiter.join(5.0)
+    assert not waiter.is_alive() and ticks.given == 0
 
 
 def test_the_first_command_of_a_run_goes_out_on_the_next_tick():
-    ticks = TimerTicks(PERIOD)
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
-    threading.Timer(0.1, ticks.tick).start()
-    started = time.monotonic()
-    ticks.on_beat(never)
-    assert time.monotonic() - started >= 0.08
+    assert released_by(ticks, beats(ticks)) == 1
 
 
 def test_a_command_released_by_a_tick_goes_out_at_once():
-    ticks = TimerTicks(PERIOD)
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
-    threading.Timer(0.02, ticks.tick).start()
-    ticks.wait(1 / 15, never)
-    started = time.monotonic()
-    ticks.on_beat(never)
-    assert time.monotonic() - started < 0.05
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
 
 
 class HandClock:
@@ -107,70 +156,43 @@ def gives_up_after(seconds: float):
     return lambda: time.monotonic() > end
 
 
-def publish(ticks: TimerTicks, within_s: float = 2.0) -> float:
-    """The node's way to send one command (on_beat, then sent): how long on_beat took."""
-    started = time.monotonic()
-    ticks.on_beat(gives_up_after(within_s))
-    took = time.monotonic() - started
-    ticks.sent()
-    return took
-
-
-def on_the_beat(ticks: TimerTicks) -> None:
+def on_the_beat(ticks: WatchedTicks) -> None:
     """A first tick releases the loop and its command goes out: on the beat from here."""
     ticks.reset()
-    threading.Timer(0.02, ticks.tick).start()
-    ticks.wait(PERIOD, never)
-    publish(ticks)
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
 
 
-def publish_with_ticks(ticks: TimerTicks, clock: HandClock, advances: tuple, every_s: float = 0.1) -> float:
-    """How long on_beat takes with a tick every `every_s`, the timer's clock moved on by each of
-    `advances` at its tick."""
-    def ticker() -> None:
-        for step in advances:
-            time.sleep(every_s)  # the timer's period: the scenario, not a wait for an event
-            clock.t += step
-            ticks.tick()
-
-    thread = threading.Thread(target=ticker)
-    thread.start()
-    took = publish(ticks, within_s=every_s * len(advances) + 1.0)
-    thread.join()
-    return took
-
-
-@pytest.mark.parametrize("after_s, waits", [(0.04, False), (0.009, True)], ids=["a-period-on", "9ms-on"])
-def test_a_command_less_than_half_a_period_after_the_one_before_waits_for_the_next_tick(after_s, waits):
+@pytest.mark.parametrize("after_s, held", [(0.04, False), (0.009, True)], ids=["a-period-on", "9ms-on"])
+def test_a_command_less_than_half_a_period_after_the_one_before_waits_for_the_next_tick(after_s, held):
     # The previous tick's callback ran late (a busy executor) and rcl put the next call on the
     # next period boundary, 9 ms later; or the previous command's thread was held up after its
     # tick. The command this tick releases would go out that close to the one before; it goes out
     # on the next tick instead.
     clock = HandClock()
-    ticks = TimerTicks(PERIOD, now=clock)
+    ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
     clock.t += after_s
     ticks.tick()  # releases the loop
-    ticks.wait(PERIOD, never)  # due at once
-    took = publish_with_ticks(ticks, clock, (PERIOD, PERIOD))
-    assert 0.08 <= took < 0.18 if waits else took < 0.05, took
+    assert released_by(ticks, waits(ticks)) == 0  # due at once
+    assert released_by(ticks, beats(ticks), clock, (PERIOD, PERIOD)) == (1 if held else 0)
 
 
 def test_the_first_command_after_a_stall_also_keeps_half_a_period_from_the_one_before():
     # A stall's first command waits for a tick anyway; when that tick comes moments after the
     # command before (a late callback, then the boundary), it waits for the one after.
     clock = HandClock()
-    ticks = TimerTicks(PERIOD, now=clock)
+    ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
     ticks.reset()  # the buffer ran dry: the loop restarts the schedule
     clock.t += 0.01
-    took = publish_with_ticks(ticks, clock, (0.005, PERIOD, PERIOD))  # its tick 15 ms after the command before
-    assert 0.18 <= took < 0.28, f"{took:.3f} s: went out on the first tick, or not on the second"
+    # its tick 15 ms after the command before: not that one, the next
+    assert released_by(ticks, beats(ticks), clock, (0.005, PERIOD, PERIOD)) == 2
 
 
 def test_the_spacing_counts_from_a_command_that_went_out_not_one_that_did_not():
     clock = HandClock()
-    ticks = TimerTicks(PERIOD, now=clock)
+    ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
     clock.t += 1.0
     ticks.tick()
@@ -179,41 +201,41 @@ def test_the_spacing_counts_from_a_command_that_went_out_not_one_that_did_not():
     ticks.sent(published=False)  # refused (the run was stopping): nothing went out
     ticks.reset()  # the next run
     clock.t += 0.01
-    assert publish_with_ticks(ticks, clock, (0.01, PERIOD)) < 0.18, "held back by a command never sent"
+    assert released_by(ticks, beats(ticks), clock, (0.01, PERIOD)) == 1, "held back by a command never sent"
 
 
 def test_a_timer_late_by_the_same_amount_every_call_loses_no_command():
     # Every callback equally late (say 45 ms, more than half the period): still a period apart,
     # so every command goes out on its tick.
     clock = HandClock()
-    ticks = TimerTicks(PERIOD, now=clock)
+    ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
     for _ in range(5):
         clock.t += PERIOD
         ticks.tick()
         ticks.wait(PERIOD, never)
-        assert publish(ticks, within_s=1.0) < 0.05
+        assert released_by(ticks, beats(ticks)) == 0
 
 
 def test_a_clock_that_went_back_does_not_hold_commands():
     clock = HandClock()
-    ticks = TimerTicks(PERIOD, now=clock)
+    ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
     clock.t -= 30.0  # a simulator reset
     ticks.tick()
     ticks.wait(PERIOD, never)
-    assert publish(ticks, within_s=1.0) < 0.05
+    assert released_by(ticks, beats(ticks)) == 0
 
 
 def test_a_command_held_back_is_waiting_and_its_tick_does_not_stand_aside():
     # The node skips a stall's zero velocity at a tick a command is waiting for (it follows at
     # once), and a tick that will not let the command out does not wait for it to go out.
     clock = HandClock()
-    ticks = TimerTicks(PERIOD, now=clock, handoff_s=5.0)
+    ticks = WatchedTicks(PERIOD, now=clock, handoff_s=5.0)
     on_the_beat(ticks)
     ticks.reset()
     assert not ticks.command_waiting
-    waiter = threading.Thread(target=publish, args=(ticks, 10.0))
+    waiter = threading.Thread(target=beats(ticks))
     waiter.start()
     assert wait_until(lambda: ticks.command_waiting)
     clock.t += 0.005
@@ -236,23 +258,14 @@ def test_a_period_that_is_not_a_positive_number_is_refused():
 
 
 def test_after_a_stall_the_command_waits_for_a_tick_and_the_next_for_the_one_after():
-    ticks = TimerTicks(PERIOD)
+    ticks = WatchedTicks(PERIOD)
     ticks.reset()
-    threading.Timer(0.02, ticks.tick).start()
-    ticks.wait(1 / 15, never)  # released by a tick, but the buffer was empty: the loop stalled
+    assert released_by(ticks, waits(ticks)) == 1  # released by a tick, but the buffer was empty: the loop stalled
     for _ in range(3):
         ticks.tick()
     ticks.reset()  # the loop restarts the schedule after an underrun
-    stamps = []
-    ticker = threading.Thread(target=lambda: [time.sleep(0.1) or ticks.tick() for _ in range(2)])
-    ticker.start()
-    started = time.monotonic()
-    ticks.on_beat(never)
-    stamps.append(time.monotonic() - started)
-    ticks.wait(1 / 15, never)
-    stamps.append(time.monotonic() - started)
-    ticker.join()
-    assert stamps[0] >= 0.08 and stamps[1] - stamps[0] >= 0.08, stamps
+    assert released_by(ticks, beats(ticks)) == 1
+    assert released_by(ticks, waits(ticks)) == 1
 
 
 def test_a_tick_that_releases_the_loop_stands_aside_until_its_command_went_out():

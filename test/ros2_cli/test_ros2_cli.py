@@ -66,12 +66,23 @@ def test_node_list_names_every_node_once(arms):
     assert "share an exact name" not in listed.stdout + listed.stderr
 
 
+def _answered(ros2, command, *args: str) -> str:
+    """What a `ros2 param` command printed, sent once more if the first gets no answer: a new CLI
+    process's request can lose its reply while DDS is still matching the process with the node
+    (seen once on a loaded machine: a `ros2 param set` printed nothing in 60 s while the node
+    answered the same requests from other processes). Each of these requests is idempotent."""
+    try:
+        return command.finish(45.0)
+    except AssertionError:
+        return ros2.start(*args).finish(60.0)
+
+
 def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     ros2 = arms.ros2
     gets = [ros2.start("param", "get", LEFT, "model") for _ in range(3)]
     dump = ros2.start("param", "dump", LEFT)
-    step = ros2.start("param", "set", LEFT, "max_step_rad", "0.5")
-    sim_time = ros2.start("param", "set", LEFT, "use_sim_time", "true")
+    step_args, sim_time_args = ("param", "set", LEFT, "max_step_rad", "0.5"), ("param", "set", LEFT, "use_sim_time", "true")
+    step, sim_time = ros2.start(*step_args), ros2.start(*sim_time_args)
     for get in gets:  # the node itself answers, every time
         assert "String value is: pi05-droid" in get.finish(60.0)
     dumped = yaml.safe_load(dump.finish(60.0))[LEFT]["ros__parameters"]
@@ -79,9 +90,11 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     for name, value in arms.params.items():
         same = math.isclose(dumped[name], value) if isinstance(value, float) else dumped[name] == value
         assert same, f"{name}: dumped {dumped[name]!r}, params file {value!r}"
-    assert "Setting parameter failed: Trying to set a read-only parameter: max_step_rad." in step.finish(60.0)
+    assert "Setting parameter failed: Trying to set a read-only parameter: max_step_rad." in \
+        _answered(ros2, step, *step_args)
     # use_sim_time too: read once at startup, a change at runtime would break a run silently.
-    assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in sim_time.finish(60.0)
+    assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in \
+        _answered(ros2, sim_time, *sim_time_args)
     after = [ros2.start("param", "get", LEFT, name) for name in ("max_step_rad", "use_sim_time")]
     assert "Double value is: 0.2" in after[0].finish(60.0)
     assert "Boolean value is: False" in after[1].finish(60.0)
@@ -89,7 +102,9 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
 
 def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_rejected(arms):
     ros2 = arms.ros2
-    left = send(arms, LEFT, "pick up the red cube", 10.0)
+    # The left goal lasts long enough for two more ros2 commands to start, find the node and be
+    # answered while it runs: on a loaded machine that took more than 10 s.
+    left = send(arms, LEFT, "pick up the red cube", 25.0)
     right = send(arms, RIGHT, "open the drawer", 10.0)
     assert left.wait_for(moving, 30.0), left.text[-2000:]
     change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",
@@ -108,7 +123,7 @@ def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_re
         assert outcome["reason"] == "timeout" and outcome["held"] and outcome["actions"] > 20, outcome
         assert outcome["final_instruction"] == final
         assert outcome["instruction_swaps"] == (1 if final != instruction else 0), outcome
-        assert len(out.feedback) >= 8, "feedback at >= 2 Hz for 10 s"
+        assert len(out.feedback) >= 8, "feedback at >= 2 Hz for 10 s or more"
         assert out.feedback[0]["instruction"] == instruction, out.feedback[0]
     assert any(f["instruction"] == "put it on the plate" for f in GoalOutput(left.text).feedback)
     # The left arm was launched with record_dir:=...: its goal is in a file there; the right arm's not.
@@ -124,14 +139,14 @@ def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_re
     assert [text for _, text in record.instructions] == ["pick up the red cube", "put it on the plate"]
 
 
-def test_interrupt_cancels_the_goal_and_holds_and_with_no_run_both_services_refuse(arms):
+def test_interrupt_ends_the_goal_held_and_with_no_run_both_services_refuse(arms):
     ros2 = arms.ros2
     running = send(arms, LEFT, "pick up the red cube", 20.0)
     assert running.wait_for(moving, 30.0), running.text[-2000:]
     reply = ros2.run("service", "call", f"{LEFT}/interrupt", "std_srvs/srv/Trigger")
     assert "success=True" in reply.stdout, reply.stdout + reply.stderr
     out = GoalOutput(running.finish(30.0))
-    assert out.status == "CANCELED" and out.result["status"] == 3, running.text[-3000:]  # STATUS_INTERRUPTED
+    assert out.status == "ABORTED" and out.result["status"] == 3, running.text[-3000:]  # STATUS_INTERRUPTED
     assert out.result["outcome"]["reason"] == "interrupted" and out.result["outcome"]["held"]
     idle_stop = ros2.start("service", "call", f"{LEFT}/interrupt", "std_srvs/srv/Trigger")
     idle_change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",

@@ -33,10 +33,8 @@ def test_the_sender_uses_the_lean_client_unless_a_proxy_is_configured(monkeypatc
 def test_telemetry_to_an_unreachable_gateway_is_swallowed(client):
     sender = TelemetrySender(client("http://127.0.0.1:9", timeout=0.5))
     trace = ActTrace(rid="r-00000001", rtt_s=0.1)
-    started = time.monotonic()
     for _ in range(100):
         sender.submit(act_report(trace, "served", total_s=0.12, perf={"handler_ms": 40.0}))
-    assert time.monotonic() - started < 0.1  # submitting never waits on the network
     sender.close()
     assert sender.sent == 0
 
@@ -53,7 +51,7 @@ def test_failed_report_has_no_perf_and_no_total():
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_closing_never_waits_long_on_a_gateway_that_does_not_answer(client):
+def test_submitting_and_closing_never_wait_long_on_a_gateway_that_does_not_answer(client):
     import socket
 
     silent = socket.socket()
@@ -62,7 +60,12 @@ def test_closing_never_waits_long_on_a_gateway_that_does_not_answer(client):
     port = silent.getsockname()[1]
     try:
         sender = TelemetrySender(client(f"http://127.0.0.1:{port}", timeout=10.0))
-        sender.submit(act_report(ActTrace(rid="r-1", rtt_s=0.1), "served", total_s=0.1))
+        started = time.monotonic()
+        for _ in range(100):
+            sender.submit(act_report(ActTrace(rid="r-1", rtt_s=0.1), "served", total_s=0.1))
+        # Submitting never waits on the network: one submit that waited for this gateway would
+        # take its whole 10 s timeout.
+        assert time.monotonic() - started < 5.0
         started = time.monotonic()
         sender.close()
         assert time.monotonic() - started < 3.0
