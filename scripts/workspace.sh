@@ -10,6 +10,7 @@
 #   scripts/workspace.sh demo [args]    # the closed-loop demo on the local platform
 #   scripts/workspace.sh bench [args]   # every benchmark in bench/
 #   scripts/workspace.sh run CMD...     # any command inside the workspace environment
+#   scripts/workspace.sh scratch NAME   # the scratch venv .scratch/NAME (requirements/scratch/NAME.txt)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,6 +81,61 @@ fix_cmake_exports() {
     -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$np_inc#g" \
     -e "s#/opt/python/cp311-cp311/include/python3.11#$py_inc#g" \
     $files
+}
+
+# Scratch venvs: packages a few tests and benchmarks need that must not weigh on .venv (the LeRobot
+# export's lerobot + torch, ~5 GB), each from requirements/scratch/NAME.txt with the Python its first
+# line names ("# python: 3.12"). Ready when .scratch/NAME/.ready holds the file's hash; a failed
+# install leaves .scratch/NAME/.failed beside its log, an absent Python .scratch/NAME/.missing.
+# `make test` starts them in the background, so they cost no wall time; the tests that use one wait
+# for it (test/scratch.py). Installs of the same venv take turns under a lock.
+SCRATCH="$ROOT/.scratch"
+
+scratch_python() {  # the interpreter of series $1: the newest under ~/.pyenv/versions, else on PATH
+  local found
+  found="$(ls -d "$HOME"/.pyenv/versions/"$1".*/bin/python"$1" 2>/dev/null | sort -V | tail -n 1 || true)"
+  [[ -n "$found" ]] && { echo "$found"; return; }
+  command -v "python$1" 2>/dev/null || true
+}
+
+scratch_venv() {
+  local name="$1" file="$ROOT/requirements/scratch/$1.txt"
+  [[ -f "$file" ]] || { say "no requirements/scratch/$name.txt"; return 2; }
+  local dir="$SCRATCH/$name" want series python
+  want="$(sha256sum "$file" | cut -d' ' -f1)"
+  mkdir -p "$SCRATCH"
+  (
+    if command -v flock >/dev/null 2>&1; then flock 8 || true; fi
+    if [[ -f "$dir/.ready" && "$(cat "$dir/.ready")" == "$want" ]]; then exit 0; fi
+    series="$(sed -n 's/^# python: *//p' "$file" | head -n 1)"
+    python="$(scratch_python "${series:-3.11}")"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    if [[ -z "$python" ]]; then
+      echo "no Python $series on this machine (looked under ~/.pyenv/versions and on PATH)" > "$dir/.missing"
+      exit 0
+    fi
+    local started=$SECONDS
+    if "$python" -m venv "$dir" > "$dir/install.log" 2>&1 && "$dir/bin/python" -m pip install \
+        --disable-pip-version-check -r "$file" >> "$dir/install.log" 2>&1; then
+      echo "installed in $((SECONDS - started)) s, $(du -sh "$dir" | cut -f1)" >> "$dir/install.log"
+      echo "$want" > "$dir/.ready"
+    else
+      echo "$want" > "$dir/.failed"
+    fi
+  ) 8>"$SCRATCH/$name.lock"
+}
+
+start_scratch_venvs() {  # each one not ready yet, in the background
+  local file name
+  for file in "$ROOT"/requirements/scratch/*.txt; do
+    [[ -f "$file" ]] || continue
+    name="$(basename "$file" .txt)"
+    if [[ ! -f "$SCRATCH/$name/.ready" || "$(cat "$SCRATCH/$name/.ready")" != "$(sha256sum "$file" | cut -d' ' -f1)" ]]; then
+      say "making the scratch venv .scratch/$name in the background (log: .scratch/$name/install.log)"
+      (scratch_venv "$name" >/dev/null 2>&1 &)
+    fi
+  done
 }
 
 ros_env() {
@@ -162,6 +218,7 @@ case "$cmd" in
     ;;
   test)
     prepare
+    start_scratch_venvs
     cd "$ROOT"
     say "pytest (ruff runs as one of the tests; ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
     # pytest's console script, not `python -m pytest`: the latter puts the source tree first on
@@ -178,13 +235,17 @@ case "$cmd" in
     cd "$ROOT"
     exec "$VENV/bin/python" -P bench/run_all.py "$@"
     ;;
+  scratch)
+    [[ $# -ge 1 ]] || { say "usage: scripts/workspace.sh scratch NAME"; exit 2; }
+    scratch_venv "$1"
+    ;;
   run)
     prepare
     cd "$ROOT"
     exec "$@"
     ;;
   *)
-    say "unknown command '$cmd' (setup | test | demo | bench | run CMD...)"
+    say "unknown command '$cmd' (setup | test | demo | bench | scratch NAME | run CMD...)"
     exit 2
     ;;
 esac

@@ -87,7 +87,8 @@ def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[
     when there is nothing to export."""
     if record.run is None and not record.commands:
         if not record.topics:
-            raise NotAnEpisode(f"not a recording ({record.damage or 'no MCAP records'})")
+            damage = record.damage or "no MCAP records"
+            raise NotAnEpisode(f"not a recording ({'not an MCAP file' if 'InvalidMagic' in damage else damage})")
         raise NotAnEpisode("an MCAP file, but not a sequence_ai recording (no /policy/run, no /policy/command)")
     if not record.commands:
         raise NotAnEpisode("no action was played in this run: nothing to export")
