@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .reader import RunRecord
 
-__all__ = ["Episode", "NotAnEpisode", "Step", "SUCCEEDED", "episode_of"]
+__all__ = ["SUCCEEDED", "Episode", "NotAnEpisode", "Step", "episode_of"]
 
 # Endings of a run that did what it was asked (the node's goal state "succeeded"); anything else
 # ended on a fault, an e-stop, an interrupt or a shutdown, or is not in the file.
@@ -96,7 +96,7 @@ def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[
     if fps is None:
         if abs(hz - round(hz)) > 1e-6:
             raise NotAnEpisode(f"the model's control frequency is {hz:g} Hz; LeRobot needs a whole fps: give --fps")
-        fps = int(round(hz))
+        fps = round(hz)
     recorded_views = _recorded_views(record)
     chosen = tuple(recorded_views if views is None else views)
     missing = [v for v in chosen if v not in recorded_views]
@@ -111,13 +111,13 @@ def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[
     steps = _steps(record, episode)
     if not steps:
         raise NotAnEpisode("no action was played after the first observation: nothing to export")
-    episode.steps = [steps[int(math.floor(j * hz / fps + 1e-9))] for j in range(_frames(len(steps), hz, fps))]
+    episode.steps = [steps[math.floor(j * hz / fps + 1e-9)] for j in range(_frames(len(steps), hz, fps))]
     return episode
 
 
 def _frames(steps: int, hz: float, fps: int) -> int:
     """Frames at `fps` covering the time of `steps` steps at `hz` (the last step's slot included)."""
-    return int(math.floor((steps - 1) * fps / hz + 1e-9)) + 1
+    return math.floor((steps - 1) * fps / hz + 1e-9) + 1
 
 
 def _control_hz(record: RunRecord) -> float:

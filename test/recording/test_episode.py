@@ -54,7 +54,7 @@ def test_displacement_rows_keep_the_command_the_node_published_and_holds_are_no_
     t = time.monotonic()
     published, played = [], []
     with Recorder(path) as recorder:
-        recorder.run_started(model="pi05-droid", control_hz=10.0, joint_names=names[:7] + ["gripper"], t=t)
+        recorder.run_started(model="pi05-droid", control_hz=10.0, joint_names=[*names[:7], "gripper"], t=t)
         recorder.instruction("wave", t=t)
         image = {"view": "exterior_1", "data": base64.b64encode(jpeg(1)).decode()}
         recorder.observation("r1", {"images": [image], "proprioception": {"joint_positions": [0.5] * 7,
