@@ -121,10 +121,12 @@ def _frames(steps: int, hz: float, fps: int) -> int:
 
 
 def _control_hz(record: RunRecord) -> float:
-    value = float(getattr(record.run, "control_hz", math.nan))
-    if math.isfinite(value) and value > 0:
-        return value
-    raise NotAnEpisode("the recording names no control frequency (its /policy/run message is missing or has none)")
+    """The run's control frequency; else (a run that did not know it yet when it began) the one
+    its first answered chunk was served for."""
+    for value in (getattr(record.run, "control_hz", math.nan), *(a.control_hz for a in record.answers if not a.error)):
+        if math.isfinite(value) and value > 0:
+            return float(value)
+    raise NotAnEpisode("the recording names no control frequency (no /policy/run rate, no answered chunk)")
 
 
 def _recorded_views(record: RunRecord) -> Tuple[str, ...]:

@@ -82,9 +82,10 @@ def export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 problems += 1
                 continue
             if not episode.complete:
+                ending = "the run's ending is not in it" if episode.reason == "unknown" else f"it ended {episode.reason}"
                 print(f"warning: {path} was cut short ({episode.damage}): exporting the {len(episode.steps)} frames "
-                      f"it holds; {_unread_tail(path)} bytes after its last complete record could not be read, "
-                      "and the run's ending is not in it", file=err)
+                      f"it holds; {_unread_tail(path)} bytes after its last complete record could not be read, and "
+                      f"{ending}", file=err)
             if args.only_completed and not episode.succeeded:
                 print(f"skipped {path}: the run ended {episode.reason} (--only-completed)", file=out)
                 skipped += 1

@@ -54,7 +54,8 @@ def test_displacement_rows_keep_the_command_the_node_published_and_holds_are_no_
     t = time.monotonic()
     published, played = [], []
     with Recorder(path) as recorder:
-        recorder.run_started(model="pi05-droid", control_hz=10.0, joint_names=[*names[:7], "gripper"], t=t)
+        # a first run on a fresh Policy does not know its rate yet when it begins: the chunks' rate counts
+        recorder.run_started(model="pi05-droid", joint_names=[*names[:7], "gripper"], t=t)
         recorder.instruction("wave", t=t)
         image = {"view": "exterior_1", "data": base64.b64encode(jpeg(1)).decode()}
         recorder.observation("r1", {"images": [image], "proprioception": {"joint_positions": [0.5] * 7,
@@ -76,6 +77,7 @@ def test_displacement_rows_keep_the_command_the_node_published_and_holds_are_no_
     assert [s.action for s in episode.steps] == played
     assert [s.joint_command for s in episode.steps] == published
     assert (episode.joint_command_kind, episode.joint_command_names) == ("joint_position", tuple(names))
+    assert episode.fps == 10
 
 
 def test_a_recording_cut_short_gives_the_steps_it_holds(tmp_path):

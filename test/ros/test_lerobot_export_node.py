@@ -13,6 +13,7 @@ import time
 
 import pytest
 from eventually import wait_until
+from numpy.testing import assert_allclose
 from ros_harness import JOINTS, Planner, start_arm
 from scratch import ROOT, scratch_env, scratch_python
 from sequence_ai_ros.srv import SetInstruction
@@ -35,6 +36,7 @@ LOAD = textwrap.dedent("""
         "images": sorted({(k, tuple(f[k].shape)) for f in frames for k in f if k.startswith("observation.images.")}),
     }))
 """)
+
 
 
 def _goal(arm, planner, instruction, max_actions, change=None):
@@ -83,7 +85,7 @@ def test_two_goals_recorded_by_the_node_load_as_a_lerobot_dataset(ros, policy_no
     assert set(data["task"][actions[0]:]) == {"open the drawer"}
     # action[t]: the row as played (the model's joint_delta space) and the command the arm received
     # at step t (the hold after each goal is no step).
-    assert data["action"] == pytest.approx(played[0] + played[1], abs=1e-6)
+    assert_allclose(data["action"], played[0] + played[1], atol=1e-6)
     assert data["names"] == [*JOINTS, "fr3_finger_joint1"]
     assert len(received_first) == actions[0] + 1 and len(received_second) == actions[1] + 1
-    assert data["published"] == pytest.approx(received_first[:-1] + received_second[:-1], abs=1e-6)
+    assert_allclose(data["published"], received_first[:-1] + received_second[:-1], atol=1e-6)
