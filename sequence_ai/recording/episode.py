@@ -20,7 +20,6 @@ The rule (docs/RECORDING.md, "From runs to a training set"):
 
 from __future__ import annotations
 
-import json
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -145,13 +144,8 @@ def _key(record: RunRecord) -> str:
 def _outcome(record: RunRecord) -> Dict[str, str]:
     """The outcome as strings: the outcome message's fields, else the file's metadata copy."""
     message = record.outcome
-    if message is not None:
-        fields = {}
-        for name in getattr(message, "__slots__", ()) or vars(message):
-            name = name.lstrip("_")
-            if name != "header":
-                fields[name] = str(getattr(message, name, ""))
-        return fields
+    if message is not None:  # a decoded message's fields are its __slots__
+        return {name: str(getattr(message, name)) for name in message.__slots__ if name != "header"}
     return dict(record.metadata.get("sequence_ai.outcome", {}))
 
 
@@ -229,6 +223,3 @@ def _paired_commands(record: RunRecord, episode: Episode, period_ns: float) -> O
     episode.joint_command_names = tuple(published[0].name)
     return paired
 
-
-def outcome_json(episode: Episode) -> str:
-    return json.dumps(episode.outcome, sort_keys=True)

@@ -100,7 +100,13 @@ def export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 problems += 1
                 continue
             progress.start(f"{number}/{len(files)} {path.name}", len(episode.steps))
-            index = target.write(episode, progress.advance)
+            try:
+                index = target.write(episode, progress.advance)
+            except ValueError as exc:
+                progress.end()
+                print(f"error: {path}: lerobot refused a frame: {' '.join(str(exc).split())}", file=err)
+                problems += 1
+                continue
             progress.end()
             written, frames = written + 1, frames + len(episode.steps)
             print(f"episode {index}: {path.name}, {len(episode.steps)} frames at {episode.fps} fps, "

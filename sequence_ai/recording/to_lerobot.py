@@ -118,6 +118,18 @@ class LeRobotTarget:
     def write(self, episode: Episode, advance: Callable[[int], None] = lambda n: None) -> int:
         """Add `episode` (one add_frame per step, then save_episode); its index in the dataset."""
         dataset = self._open(episode)
+        try:
+            self._add_frames(dataset, episode, advance)
+        except ValueError:  # lerobot's own check of a frame (a view whose size changed mid-run)
+            dataset.clear_episode_buffer()  # else the next episode would start with this one's frames
+            raise
+        index = int(dataset.meta.total_episodes)
+        dataset.save_episode()
+        self._remember(episode, index)
+        return index
+
+    @staticmethod
+    def _add_frames(dataset: Any, episode: Episode, advance: Callable[[int], None]) -> None:
         decoded: Dict[str, Tuple[int, Any]] = {}  # view -> (frame index, pixels): steps move forward
         for step in episode.steps:
             frame: Dict[str, Any] = {"task": step.task}
@@ -131,10 +143,6 @@ class LeRobotTarget:
                 frame[f"action.{episode.joint_command_kind}"] = _float32(step.joint_command or ())
             dataset.add_frame(frame)
             advance(1)
-        index = int(dataset.meta.total_episodes)
-        dataset.save_episode()
-        self._remember(episode, index)
-        return index
 
     def close(self) -> None:
         if self._dataset is not None:
