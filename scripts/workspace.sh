@@ -116,8 +116,10 @@ scratch_venv() {
       exit 0
     fi
     local started=$SECONDS
-    if "$python" -m venv "$dir" > "$dir/install.log" 2>&1 && "$dir/bin/python" -m pip install \
-        --disable-pip-version-check -r "$file" >> "$dir/install.log" 2>&1; then
+    # Nothing of the workspace's Python 3.11 environment (a test or `make test` may call this).
+    local plain=(env -u PYTHONPATH -u LD_LIBRARY_PATH -u VIRTUAL_ENV -u _ROS_WHEELS_BOOTSTRAP_COMPLETE)
+    if "${plain[@]}" "$python" -m venv "$dir" > "$dir/install.log" 2>&1 && "${plain[@]}" "$dir/bin/python" -m pip \
+        install --disable-pip-version-check -r "$file" >> "$dir/install.log" 2>&1; then
       echo "installed in $((SECONDS - started)) s, $(du -sh "$dir" | cut -f1)" >> "$dir/install.log"
       echo "$want" > "$dir/.ready"
     else
