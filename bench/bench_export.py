@@ -4,7 +4,9 @@ with two 224×224 views (225 actions at 15 Hz, a request every 8 with both frame
 The recording is written here by the real Recorder (camera-like frames: a gradient with noise, so
 PNG and JPEG cost what a camera's would); the export runs in the LeRobot scratch venv
 (.scratch/lerobot, Python 3.12, lerobot 0.6.1), timed inside that process around the export
-itself: the interpreter's start and lerobot's import (torch) are reported beside it, not in it.
+itself: the interpreter's start and lerobot's import (torch) are reported beside it, not in it. The
+CPU time of that process over the export (all its threads) is reported too: on a machine others load,
+the wall-clock rate falls and CPU seconds per frame stay put.
 
     python bench/bench_export.py            # installs the scratch venv if it is missing
 """
@@ -32,11 +34,11 @@ import json, sys, time
 t0 = time.perf_counter()
 from sequence_ai.recording.to_lerobot import require_lerobot
 require_lerobot()
-imported = time.perf_counter()
+imported, cpu0 = time.perf_counter(), time.process_time()
 from sequence_ai import cli
 code = cli.main(["export", "--format", "lerobot", sys.argv[1], sys.argv[2]])
-done = time.perf_counter()
-print(json.dumps({"code": code, "import_s": imported - t0, "export_s": done - imported}))
+done, cpu = time.perf_counter(), time.process_time() - cpu0
+print(json.dumps({"code": code, "import_s": imported - t0, "export_s": done - imported, "cpu_s": cpu}))
 """
 
 
@@ -54,6 +56,7 @@ def _frame(seed: int) -> bytes:
 
 def write_goal(path: str, seconds: float) -> int:
     """A recorded goal of `seconds` at 15 Hz, as the node records one; the actions it holds."""
+    from sequence_ai import RunOutcome
     from sequence_ai.recording import Recorder
 
     actions = int(seconds * HZ)
@@ -78,6 +81,8 @@ def write_goal(path: str, seconds: float) -> int:
             recorder.command([0.01 * (a % ROWS_PER_REQUEST)] * 7 + [0.5], rid=rid, row_index=a % ROWS_PER_REQUEST,
                              t=at + 0.0601)
         recorder.hold("completed", t=t + actions / HZ)
+        recorder.outcome(RunOutcome(actions=actions, chunks=-(-actions // ROWS_PER_REQUEST), elapsed_s=seconds,
+                                    reason="completed"), t=t + actions / HZ)
     return actions
 
 
@@ -111,7 +116,8 @@ def measure(seconds: float = 15.0, install: bool = True, log=print) -> Dict:
             return {"error": f"export exited {result['code']}: {child.stderr.strip()[-300:]}"}
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(dataset) for f in files)
     return {"frames": actions, "views": len(VIEWS), "export_s": result["export_s"], "import_s": result["import_s"],
-            "command_s": wall, "frames_per_s": actions / result["export_s"], "dataset_bytes": size}
+            "command_s": wall, "frames_per_s": actions / result["export_s"], "cpu_ms_per_frame":
+            1000 * result["cpu_s"] / actions, "dataset_bytes": size}
 
 
 if __name__ == "__main__":

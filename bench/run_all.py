@@ -343,9 +343,10 @@ def export_rows(result: Dict) -> List[Row]:
     if "frames" not in result:
         return [Row(metric, f"not run: {result['skipped']}" if "skipped" in result else f"error: {result['error']}",
                     verdict="—" if "skipped" in result else "FAIL")]
-    return [Row(metric, f"{result['frames_per_s']:.0f} frames/s ({result['frames']} frames in "
-                        f"{result['export_s']:.2f} s; the command {result['command_s']:.1f} s with lerobot's import "
-                        f"{result['import_s']:.1f} s; {result['dataset_bytes'] / 1e6:.1f} MB)")]
+    return [Row(metric, f"{result['frames_per_s']:.1f} frames/s ({result['frames']} frames in "
+                        f"{result['export_s']:.2f} s, {result['cpu_ms_per_frame']:.0f} ms CPU per frame; the command "
+                        f"{result['command_s']:.1f} s with lerobot's import {result['import_s']:.1f} s; "
+                        f"{result['dataset_bytes'] / 1e6:.1f} MB)")]
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -612,7 +613,9 @@ def how_measured(sizes: dict) -> List[str]:
         "the Recorder as the node records one (15 Hz, a request every 8 actions with two 224×224 camera-like JPEG "
         "views, the published commands), exported to a new dataset by `sequence-ai export --format lerobot` in the "
         "LeRobot scratch venv (`.scratch/lerobot`: Python 3.12, lerobot 0.6.1); the rate is frames over the export "
-        "itself, timed inside that process after lerobot's import (the import and the whole command beside it). "
+        "itself, timed inside that process after lerobot's import (the import and the whole command beside it), and "
+        "that process's CPU time over the export per frame (all its threads: on a loaded machine the rate falls, "
+        "the CPU per frame does not). "
         "No goal: the issue asks for the figure.",
         "",
     ]

@@ -17,7 +17,7 @@ from typing import Dict
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTALL_TIMEOUT_S = 1800.0  # ~5 GB for lerobot; 4.5 min seen on a busy machine
+INSTALL_TIMEOUT_S = 1800.0  # lerobot's is several GB: 5 min seen on a busy machine
 
 
 def scratch_python(name: str) -> str:

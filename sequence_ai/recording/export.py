@@ -160,7 +160,9 @@ class _Progress:
         if not self.enabled:
             return
         filled = 30 * self.done // self.total
-        self.stream.write(f"\r[export] {self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} frames")
+        saving = ", saving (lerobot writes the images and the stats)" if self.done == self.total else ""
+        self.stream.write(f"\r[export] {self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} "
+                          f"frames{saving}")
         self.stream.flush()
         self.open = True
 
