@@ -85,7 +85,8 @@ fix_cmake_exports() {
 
 # Scratch venvs: packages a few tests and benchmarks need that must not weigh on .venv (the LeRobot
 # export's lerobot + torch, ~5 GB), each from requirements/scratch/NAME.txt with the Python its first
-# line names ("# python: 3.12"). Ready when .scratch/NAME/.ready holds the file's hash; a failed
+# line names ("# python: 3.12"). Ready when .scratch/NAME/.ready holds the hash of what it is made
+# from (scratch_hash: an edited comment does not reinstall several GB); a failed
 # install leaves .scratch/NAME/.failed beside its log, an absent Python .scratch/NAME/.missing.
 # `make test` starts them in the background, so they cost no wall time; the tests that use one wait
 # for it (test/scratch.py). Installs of the same venv take turns under a lock.
@@ -98,11 +99,15 @@ scratch_python() {  # the interpreter of series $1: the newest under ~/.pyenv/ve
   command -v "python$1" 2>/dev/null || true
 }
 
+scratch_hash() {  # what a venv is made from: the Python series and the requirement lines, not the comments
+  (sed -n 's/^# python: *//p' "$1"; grep -v '^[[:space:]]*#' "$1" || true) | sha256sum | cut -d' ' -f1
+}
+
 scratch_venv() {
   local name="$1" file="$ROOT/requirements/scratch/$1.txt"
   [[ -f "$file" ]] || { say "no requirements/scratch/$name.txt"; return 2; }
   local dir="$SCRATCH/$name" want series python
-  want="$(sha256sum "$file" | cut -d' ' -f1)"
+  want="$(scratch_hash "$file")"
   mkdir -p "$SCRATCH"
   (
     if command -v flock >/dev/null 2>&1; then flock 8 || true; fi
@@ -133,7 +138,7 @@ start_scratch_venvs() {  # each one not ready yet, in the background
   for file in "$ROOT"/requirements/scratch/*.txt; do
     [[ -f "$file" ]] || continue
     name="$(basename "$file" .txt)"
-    if [[ ! -f "$SCRATCH/$name/.ready" || "$(cat "$SCRATCH/$name/.ready")" != "$(sha256sum "$file" | cut -d' ' -f1)" ]]; then
+    if [[ ! -f "$SCRATCH/$name/.ready" || "$(cat "$SCRATCH/$name/.ready")" != "$(scratch_hash "$file")" ]]; then
       say "making the scratch venv .scratch/$name in the background (log: .scratch/$name/install.log)"
       (scratch_venv "$name" >/dev/null 2>&1 &)
     fi

@@ -1,6 +1,6 @@
 """`scripts/workspace.sh scratch NAME`: a venv of its own from requirements/scratch/NAME.txt with the
-Python its first line names, marked ready with the file's hash (so a second call does nothing and
-a changed file reinstalls), and a machine without that Python gets one line saying so. Run on a
+Python its first line names, marked ready with the hash of its Python and requirement lines (so a
+second call, or an edited comment, redoes nothing, and a changed requirement reinstalls), and a machine without that Python gets one line saying so. Run on a
 copy of the script in a folder of its own, with an empty requirements file (no package index)."""
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def test_a_scratch_venv_is_made_once_per_requirements_and_a_missing_python_is_na
     assert "installed in" in (venv / "install.log").read_text()
     ready = (venv / ".ready").read_text()
     python.with_name("marker").write_text("kept")
-    assert _scratch(tmp_path, "tiny").returncode == 0 and python.with_name("marker").exists()  # nothing redone
+    (wanted / "tiny.txt").write_text("# python: 3.11\n# a comment edited: nothing to redo\n")
+    assert _scratch(tmp_path, "tiny").returncode == 0 and python.with_name("marker").exists()
 
     (wanted / "tiny.txt").write_text("# python: 2.5\n# a Python no machine here has\n")
     assert _scratch(tmp_path, "tiny").returncode == 0
