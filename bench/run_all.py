@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_cost
+import bench_export
 import bench_interrupt
 import bench_latency
 import bench_recording
@@ -41,12 +42,13 @@ DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
 
 FULL = {"latency_seconds": 40.0, "swap_seconds": 20.0, "ros_latency_seconds": 20.0, "ros_latencies": (0.05, 0.6, 0.7, 0.8), "latencies": (0.05, 0.6, 0.7, 0.8), "ros_before": True, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
         "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
-        "size_seconds": 6.0, "worker_requests": 300, "recording_actions": 100, "recording_rounds": 3}
+        "size_seconds": 6.0, "worker_requests": 300, "recording_actions": 100, "recording_rounds": 3,
+        "export_seconds": 15.0}
 # Quick: bench_latency at the low latency and 0.7 s only (0.6 and 0.8 take the same path as 0.7); the
 # node's goal at 0.7 s lasts 5 s (in 2 s, on a loaded machine, it was seen to end before its first action).
 QUICK = {"latency_seconds": 2.0, "swap_seconds": 4.0, "ros_latency_seconds": 5.0, "ros_latencies": (0.7,), "latencies": (0.05, 0.7), "ros_before": False, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
          "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5,
-         "worker_requests": 20, "recording_actions": 16, "recording_rounds": 1}
+         "worker_requests": 20, "recording_actions": 16, "recording_rounds": 1, "export_seconds": 2.0}
 LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
@@ -231,6 +233,19 @@ def recording_rows(result: Dict[str, float]) -> List[Row]:
                 verdict=verdict(extra <= PERIOD_S * 1000 * 0.01 and result["frames_dropped"] == 0))]
 
 
+def export_rows(result: Dict) -> List[Row]:
+    seconds = result.get("frames", 225) / bench_export.HZ
+    metric = (f"LeRobot export rate (sequence-ai export --format lerobot, lerobot 0.6.1), a {seconds:.0f} s goal with "
+              "two 224×224 views")
+    if "frames" not in result:
+        return [Row(metric, f"not run: {result['skipped']}" if "skipped" in result else f"error: {result['error']}",
+                    verdict="—" if "skipped" in result else "FAIL")]
+    return [Row(metric, f"{result['frames_per_s']:.1f} frames/s ({result['frames']} frames in "
+                        f"{result['export_s']:.2f} s, {result['cpu_ms_per_frame']:.0f} ms CPU per frame; the command "
+                        f"{result['command_s']:.1f} s with lerobot's import {result['import_s']:.1f} s; "
+                        f"{result['dataset_bytes'] / 1e6:.1f} MB)")]
+
+
 # -- running ---------------------------------------------------------------------------------------
 
 def run_encode(peer: Optional[str], frames: int, repeats: int) -> List[dict]:
@@ -298,6 +313,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     recording = timed("recording", lambda: bench_recording.measure(sizes["recording_actions"],
                                                                     sizes["recording_rounds"], log=log),
                       timings, errors)
+    # --quick never installs the ~5 GB scratch venv: it measures only where `make test` made it
+    export = timed("lerobot export", lambda: bench_export.measure(sizes["export_seconds"], install=not args.quick,
+                                                                  log=log), timings, errors)
 
     rows: List[Row] = []
     rows += latency_rows(latency) if latency else [Row("run() at pi05-droid's latency", "error", verdict="FAIL")]
@@ -317,6 +335,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows += worker_rows(worker) if worker else [Row("worker /act handler time", "error", verdict="FAIL")]
     rows += recording_rows(recording) if recording else [Row("client CPU per action with recording", "error",
                                                              verdict="FAIL")]
+    rows += export_rows(export) if export else [Row("LeRobot export rate", "error", verdict="FAIL")]
     wall = time.perf_counter() - started
 
     table = markdown_table(rows)
@@ -519,6 +538,15 @@ def how_measured(sizes: dict) -> List[str]:
         "with the node's `record_dir` set, so its goal is written to an MCAP file (frames, joint states, requests, "
         "chunks, every published command) while the command jitter is timed the same way; the file must read "
         "back complete with no frame dropped. Goal: the same ≤ 2 ms as without.",
+        "",
+        f"**LeRobot export** (`bench/bench_export.py`): a {sizes['export_seconds']:g} s pi05-droid goal written by "
+        "the Recorder as the node records one (15 Hz, a request every 8 actions with two 224×224 camera-like JPEG "
+        "views, the published commands), exported to a new dataset by `sequence-ai export --format lerobot` in the "
+        "LeRobot scratch venv (`.lerobot-venv/`: Python 3.12, lerobot 0.6.1); the rate is frames over the export "
+        "itself, timed inside that process after lerobot's import (the import and the whole command beside it), and "
+        "that process's CPU time over the export per frame (all its threads: on a loaded machine the rate falls, "
+        "the CPU per frame does not). "
+        "No goal: the issue asks for the figure.",
         "",
     ]
 

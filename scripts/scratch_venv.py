@@ -6,12 +6,19 @@ import name as this checkout's client; lerobot pins its own torch).
     python scripts/scratch_venv.py --all         # every one in requirements/scratch/ (scripts/workspace.sh test does
                                                  # this in the background while the suite starts)
 
+A requirements file may name the Python its venv needs on a line of its own, `# python: 3.12`
+(lerobot 0.6 needs 3.12); the newest of that series under ~/.pyenv/versions, else `python3.12` on
+PATH, makes it, and a machine without one gets a one-line reason. Without that line the venv is
+made with the Python running this script (the workspace's 3.11).
+
 `ensure(NAME)` (the benches) makes or updates one and returns its Python. `ready(NAME)` (a test)
 waits while another process makes it and returns its Python, or a one-line reason why there is
 none, without trying again an install that already failed for the same requirements: that is
 for the next `scripts/workspace.sh test` or `make bench` (say, back on a network).
 A lock per venv (in .ws/) makes a second caller wait for the first instead of racing it; a stamp
-(the requirements file's hash) says the venv is whole and current.
+(the hash of the Python and the requirement lines, not the comments: an edited comment does not
+reinstall several GB) says the venv is whole and current. pip's output goes to the venv's
+install.log, whose last line says how long the install took and how much it holds.
 """
 
 from __future__ import annotations
@@ -21,16 +28,16 @@ import fcntl
 import glob
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import venv
 from contextlib import contextmanager
 from typing import Iterator, List, Optional, Tuple, Union
 
-__all__ = ["ScratchVenvError", "ensure", "names", "python_of", "ready"]
+__all__ = ["ScratchVenvError", "ensure", "made", "names", "python_of", "ready"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUIREMENTS = os.path.join(ROOT, "requirements", "scratch")
@@ -59,10 +66,40 @@ def _requirements(name: str) -> str:
     return path
 
 
+def _series(name: str) -> str:
+    """The Python series the requirements ask for ("3.12"), or "" for the one running this script."""
+    with open(_requirements(name)) as handle:
+        for line in handle:
+            if line.startswith("# python:"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+def _interpreter(series: str) -> str:
+    """The Python to make the venv with: the newest of `series` under ~/.pyenv/versions, else on PATH."""
+    if not series:
+        return sys.executable
+    found = glob.glob(os.path.expanduser(f"~/.pyenv/versions/{series}.*/bin/python{series}"))
+    found.sort(key=lambda path: [int(n) for n in path.split("/versions/")[1].split("/")[0].split(".") if n.isdigit()])
+    if found:
+        return found[-1]
+    on_path = shutil.which(f"python{series}")
+    if on_path:
+        return on_path
+    raise ScratchVenvError(f"no Python {series} on this machine (looked under ~/.pyenv/versions and on PATH)")
+
+
+def _plain_env() -> dict:
+    """Nothing of the workspace's Python environment: the scratch venv is a Python of its own."""
+    drop = ("PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "_ROS_WHEELS_BOOTSTRAP_COMPLETE")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
 def _stamp_wanted(name: str) -> str:
-    with open(_requirements(name), "rb") as handle:
-        text = handle.read()
-    return hashlib.sha256(text + sys.version.encode()).hexdigest()
+    with open(_requirements(name)) as handle:
+        lines = [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
+    series = _series(name)
+    return hashlib.sha256("\n".join([series or sys.version, *lines]).encode()).hexdigest()
 
 
 @contextmanager
@@ -106,18 +143,25 @@ def ensure(name: str, log=sys.stderr) -> str:
             return python_of(name)
         folder, want = folder_of(name), _stamp_wanted(name)
         print(f"[scratch] making {folder} from {os.path.relpath(_requirements(name), ROOT)} ...", file=log, flush=True)
+        log_path = os.path.join(folder, "install.log")
         try:
-            if not os.path.exists(python_of(name)):
-                venv.EnvBuilder(with_pip=True, clear=True).create(folder)
-            # Never this checkout's packages: the scratch venv is a Python of its own.
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            done = subprocess.run([python_of(name), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                   "-r", _requirements(name)], env=env, cwd=tempfile.gettempdir(),
-                                  capture_output=True, text=True)
+            python = _interpreter(_series(name))
+            started = time.monotonic()
+            if os.path.exists(folder):
+                shutil.rmtree(folder)
+            made = subprocess.run([python, "-m", "venv", folder], env=_plain_env(), capture_output=True, text=True)
+            if made.returncode != 0:
+                raise ScratchVenvError(f"{python} -m venv {folder} failed: {_last_line(made.stderr or made.stdout)}")
+            with open(log_path, "w") as log_file:
+                done = subprocess.run([python_of(name), "-m", "pip", "install", "--disable-pip-version-check",
+                                       "-r", _requirements(name)], env=_plain_env(), cwd=tempfile.gettempdir(),
+                                      stdout=log_file, stderr=subprocess.STDOUT)
             if done.returncode != 0:
-                lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
                 raise ScratchVenvError(f"pip could not install {os.path.relpath(_requirements(name), ROOT)} into "
-                                       f"{folder}: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
+                                       f"{folder}: {_last_line(_read(log_path))} (the whole log: {log_path})")
+            size = subprocess.run(["du", "-sh", folder], capture_output=True, text=True).stdout.split("\t")[0]
+            with open(log_path, "a") as log_file:
+                log_file.write(f"installed in {time.monotonic() - started:.0f} s, {size or '?'}\n")
         except (OSError, ScratchVenvError) as exc:
             message = str(exc) if isinstance(exc, ScratchVenvError) else f"could not make {folder}: {exc}"
             os.makedirs(folder, exist_ok=True)
@@ -130,6 +174,16 @@ def ensure(name: str, log=sys.stderr) -> str:
             os.remove(os.path.join(folder, ".failed"))
         print(f"[scratch] {folder} ready", file=log, flush=True)
         return python_of(name)
+
+
+def made(name: str) -> Optional[str]:
+    """The Python of .NAME-venv/ if it is whole and current now, else None (nothing is made or waited for)."""
+    return python_of(name) if _state(name)[0] else None
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
 
 
 def ready(name: str, timeout_s: float = 900.0) -> Union[str, ScratchVenvError]:

@@ -10,6 +10,7 @@
 #   scripts/workspace.sh demo [args]    # the closed-loop demo on the local platform
 #   scripts/workspace.sh bench [args]   # every benchmark in bench/
 #   scripts/workspace.sh run CMD...     # any command inside the workspace environment
+#   scripts/workspace.sh scratch NAME   # the scratch venv .NAME-venv/ (requirements/scratch/NAME.txt)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -233,13 +234,18 @@ case "$cmd" in
     cd "$ROOT"
     exec "$VENV/bin/python" -P bench/run_all.py "$@"
     ;;
+  scratch)
+    [[ $# -ge 1 ]] || { say "usage: scripts/workspace.sh scratch NAME"; exit 2; }
+    # stdlib only: any Python 3 runs it; the venv's own Python comes from the requirements file
+    exec "${PY_FOR_VENV}" "$ROOT/scripts/scratch_venv.py" "$1"
+    ;;
   run)
     prepare
     cd "$ROOT"
     exec "$@"
     ;;
   *)
-    say "unknown command '$cmd' (setup | test | demo | bench | run CMD...)"
+    say "unknown command '$cmd' (setup | test | demo | bench | scratch NAME | run CMD...)"
     exit 2
     ;;
 esac

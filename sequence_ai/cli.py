@@ -4,6 +4,7 @@
     sequence-ai doctor [--model pi05-droid] [--wait 600]
     sequence-ai serve [platform options]         (needs sequence-ai[serve])
     sequence-ai replay run.mcap [--plot PNG]     (needs sequence-ai[replay])
+    sequence-ai export --format lerobot RECORDING... OUT_DIR   (needs sequence-ai[lerobot])
 
 Exit codes: 0 ok / ready, 1 problems found or a request failed, 2 usage, 130 Ctrl-C, 141 the
 reader of the output went away (`| head`), as for a Unix filter.
@@ -40,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sequence-ai {__version__}")
     parser.add_argument("--base-url", metavar="URL", help="gateway URL (default: $SEQUENCES_BASE_URL, else the public gateway; "
                         "mock: a local platform for this command)")
-    commands = parser.add_subparsers(dest="command", metavar="{models,doctor,serve,replay}")
+    commands = parser.add_subparsers(dest="command", metavar="{models,doctor,serve,replay,export}")
     models = commands.add_parser("models", help="the catalogue: what each model reads and returns (no key needed)")
     models.add_argument("--endpoint", choices=["act", "chat", "perceive", "decide"], help="only this endpoint's models")
     doctor = commands.add_parser("doctor", help="check the key, the gateway, credit and a real direct connect")
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     from .recording.replay import add_arguments as replay_arguments  # argparse only: no MCAP import
 
     replay_arguments(commands.add_parser("replay", help="summary and timeline plot of a recorded run (an MCAP file)"))
+    from .recording.export import add_arguments as export_arguments  # argparse only: no lerobot import
+
+    export_arguments(commands.add_parser("export", help="recorded runs as a training set (a LeRobot dataset)"))
     return parser
 
 
@@ -144,6 +148,10 @@ def _run(args_list: List[str], out: TextIO, err: TextIO) -> int:
         from .recording.replay import replay
 
         return replay(args.file, args.plot, args.no_plot, out, err)
+    if args.command == "export":
+        from .recording.export import export
+
+        return export(args, out, err)
     try:
         base_url = resolve_base_url(args.base_url)  # "mock" starts the local platform here
         if args.command == "models":

@@ -1,5 +1,5 @@
 """`pip install .` gives a client whose only runtime dependency is httpx, with its resampler compiled,
-the `[image]`, `[serve]`, `[record]` and `[replay]` extras and its console scripts."""
+the `[image]`, `[serve]`, `[record]`, `[replay]` and `[lerobot]` extras and its console scripts."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
         check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
     )
     extras, requires, python_versions = json.loads(metadata.stdout)
-    assert extras == ["image", "record", "replay", "serve"] and python_versions == ">=3.9"
+    assert extras == ["image", "lerobot", "record", "replay", "serve"] and python_versions == ">=3.9"
     assert [r for r in requires if "extra ==" not in r] == ["httpx<1,>=0.25"]
 
 

@@ -8,6 +8,7 @@ one that is malformed or over them raises `RecordingRefused`, naming the file an
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ class Answer:
     rows_installed: int
     action_space: str
     error: str
+    control_hz: float = math.nan  # the rate the chunk was answered for (NaN for a failed request)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,8 @@ def _take(record: RunRecord, topic: str, log_ns: int, message: Any) -> None:
         data = list(message.steps.data)
         steps = tuple(tuple(data[i:i + width]) for i in range(0, len(data), width)) if width else ()
         record.answers.append(Answer(log_ns, _ns(message.sent), message.rid, message.latency_s, steps,
-                                     message.first_row, message.rows_installed, message.action_space, message.error))
+                                     message.first_row, message.rows_installed, message.action_space, message.error,
+                                     message.control_frequency_hz))
     elif topic == TOPICS["request"]:
         record.requests.append(message)
     elif topic == TOPICS["hold"]:

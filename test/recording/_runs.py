@@ -39,12 +39,15 @@ class SentRun:
     outcome: Any = None
 
 
-def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5) -> SentRun:
+def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5, joints: int = 7,
+                 reason: str = "interrupted") -> SentRun:
     """Three requests of 5 rows each, an underrun hold between the 2nd and 3rd, an instruction
-    change before the 3rd, progress after each chunk, and the outcome."""
+    change before the 3rd, progress after each chunk, and the outcome (`reason`). `joints`: an
+    arm of another size (the gripper follows them)."""
+    names = [f"panda_joint{i}" for i in range(1, joints + 1)] + ["gripper"]
     t = time.monotonic()
     sent = SentRun(t0=t)
-    recorder.run_started(model="pi05-droid", episode_id="ep-1", control_hz=15.0, joint_names=JOINTS,
+    recorder.run_started(model="pi05-droid", episode_id="ep-1", control_hz=15.0, joint_names=names,
                          camera_views=VIEWS, extra={"robot": "franka"}, t=t)
     instruction = "pick up the red cube"
     recorder.instruction(instruction, t=t)
@@ -62,15 +65,15 @@ def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5) -> SentR
             data = jpeg(10 * k + v)
             images.append({"view": view, "data": base64.b64encode(data).decode(), "timestamp_ms": None})
             sent.frames.append((view, data))
-        joints = [0.1 * k + 0.01 * j for j in range(7)]
-        observation = {"images": images, "proprioception": {"joint_positions": joints, "gripper": [0.02 * k]},
+        positions = [0.1 * k + 0.01 * j for j in range(joints)]
+        observation = {"images": images, "proprioception": {"joint_positions": positions, "gripper": [0.02 * k]},
                        "instruction": instruction}
-        sent.joints.append([*joints, 0.02 * k])
+        sent.joints.append([*positions, 0.02 * k])
         sent_t = t
         recorder.observation(rid, observation, t=t)
         recorder.request(rid, instruction, actions_at_submit=actions, episode_id="ep-1", views=VIEWS, t=t)
         sent.rids.append(rid)
-        steps = [[0.1 * k + 0.001 * r + 0.01 * j for j in range(8)] for r in range(rows)]
+        steps = [[0.1 * k + 0.001 * r + 0.01 * j for j in range(joints + 1)] for r in range(rows)]
         sent.chunks[rid] = steps
         t += 0.15
         recorder.answer(rid, steps, sent_t=sent_t, latency_s=0.15, action_space="joint_position", control_hz=15.0,
@@ -85,12 +88,12 @@ def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5) -> SentR
             actions += 1
         recorder.feedback(RunProgress(running=True, actions=actions, chunks=k + 1, buffered=0, elapsed_s=t - sent.t0,
                                       instruction=instruction, refill_latency_s=0.15), t=t)
-    outcome = RunOutcome(actions=actions, chunks=chunks, elapsed_s=t - sent.t0, reason="interrupted", underruns=1,
+    outcome = RunOutcome(actions=actions, chunks=chunks, elapsed_s=t - sent.t0, reason=reason, underruns=1,
                          underrun_s=0.1, max_seam_jump=0.01, action_space="joint_position", instruction_swaps=1,
                          max_instruction_lag_s=0.02, observe_s=0.003)
     t += 0.01
-    recorder.hold("interrupted", t=t)
-    sent.holds.append("interrupted")
+    recorder.hold(reason, t=t)
+    sent.holds.append(reason)
     recorder.outcome(outcome, t=t)
     sent.outcome = outcome
     return sent
