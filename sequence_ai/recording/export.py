@@ -57,6 +57,7 @@ def export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .episode import NotAnEpisode, episode_of
         from .reader import read_run
         from .to_lerobot import LeRobotTarget, require_lerobot
+        from .walk import RecordingRefused
 
         require_lerobot()
         target = LeRobotTarget(out_dir, repo_id=args.repo_id, robot_type=args.robot_type)
@@ -77,6 +78,11 @@ def export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 continue
             try:
                 episode = episode_of(read_run(path, frames=True), fps=args.fps, views=views)
+            except RecordingRefused as exc:  # malformed, or over the reader's limits: says which
+                reason = str(exc)[len(f"{path}: "):] if str(exc).startswith(f"{path}: ") else str(exc)
+                print(f"error: {path}: not a recording: {reason}", file=err)
+                problems += 1
+                continue
             except NotAnEpisode as exc:
                 print(f"error: {path}: {exc}", file=err)
                 problems += 1

@@ -7,10 +7,12 @@ raised:<Class>, the exception is re-raised after hold, and hold fires exactly on
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 
 import pytest
 from _loop_robot import Robot, policy_for, run_kwargs
+from eventually import wait_until
 
 # Expected, documented warnings of the paths these tests drive on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore:model is warming", "ignore:the worker changed mid-episode")
@@ -139,17 +141,27 @@ def test_dropped_connection_is_replayed(platform):
 
 
 def test_worker_down_briefly_is_ridden_out(platform):
+    """The worker comes back once the run has asked the gateway for it while it was down (an event,
+    not a fixed 0.5 s that a busy machine's slow start could let pass before the run's first request)."""
     robot = Robot()
     with policy_for(platform) as policy:
         policy.predict(robot.observe())
+        connects_before = platform.arrivals("gateway POST /v1/act/connect")
         platform.fault("worker_down")
-        import threading
 
-        threading.Timer(0.5, lambda: platform.fault("worker_up")).start()
+        def bring_back() -> None:
+            # up again either way, so a run that never asked still ends (and fails the check below)
+            wait_until(lambda: platform.arrivals("gateway POST /v1/act/connect") > connects_before, timeout_s=60)
+            platform.fault("worker_up")
+
+        returning = threading.Thread(target=bring_back, daemon=True)
+        returning.start()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = policy.run(**run_kwargs(robot), max_actions=SHORT)
+        returning.join(timeout=60)
     assert out.reason == "completed" and robot.holds == 0
+    # The gateway names the worker while it is down; the run meets the refused connection and asks again.
     assert _connects(platform) >= 2, "the run never met the worker down (it never connected again)"
 
 

@@ -79,7 +79,8 @@ def test_bad_input_gets_one_line_each_and_a_second_export_appends_without_writin
 
     code, out, err = _export(python, tmp_path / "notes.mcap", cut, tmp_path / "completed.mcap", dataset)
     assert code == 1, err
-    assert err[0] == f"error: {tmp_path / 'notes.mcap'}: not a recording (not an MCAP file)"
+    assert err[0] == (f"error: {tmp_path / 'notes.mcap'}: not a recording: not an MCAP file (its first bytes are not "
+                      "the MCAP magic)")
     assert re.fullmatch(rf"warning: {re.escape(str(cut))} was cut short \(.+\): exporting the (\d+) frames it holds; "
                         r"(\d+) bytes after its last complete record could not be read, and the run's ending is not "
                         r"in it", err[1]), err
