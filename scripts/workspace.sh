@@ -188,11 +188,13 @@ while os.getppid() == parent:
     for _ in range(100000): pass' &
     burners+=($!)
   done
+  # Every command here may find its process gone already (the scratch venvs made, pytest ended):
+  # under `set -e` a failing kill in this trap would be the script's exit status, a green run's 1.
   end_run() {
     trap - EXIT INT TERM HUP
-    [[ -n "$pytest_pid" ]] && kill -TERM "$pytest_pid" 2>/dev/null
-    kill "${burners[@]+"${burners[@]}"}" "$scratch" 2>/dev/null
-    wait 2>/dev/null
+    if [[ -n "$pytest_pid" ]]; then kill -TERM "$pytest_pid" 2>/dev/null || true; fi
+    kill "${burners[@]+"${burners[@]}"}" "$scratch" 2>/dev/null || true
+    wait 2>/dev/null || true
   }
   trap 'end_run; exit 130' INT
   trap 'end_run; exit 143' TERM HUP

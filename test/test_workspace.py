@@ -61,3 +61,14 @@ def test_sequence_ai_and_ros2_are_on_path_in_the_workspace():
         assert "serve" in shown.stdout
     found = workspace("run", "sh", "-c", "command -v sequence-ai")
     assert found.stdout.strip() == os.path.join(ROOT, ".ws", "install", "sequence_ai_ros", "bin", "sequence-ai")
+
+
+@pytest.mark.parametrize("outcome, status", [("pass", 0), ("fail", 1)])
+def test_the_test_command_exits_with_the_suites_own_status(tmp_path, outcome, status):
+    # `make test` is `workspace.sh test`: its status must be pytest's, whatever the helpers it
+    # started beside the suite have done by then. A green run once exited 1: the scratch venvs were
+    # made before the suite ended, and the trap that ends them failed to kill what was gone.
+    suite = tmp_path / f"test_{outcome}.py"
+    suite.write_text("def test_it():\n    assert %s\n" % ("True" if outcome == "pass" else "False"))
+    ran = workspace("test", str(suite), "-n", "0", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path))
+    assert ran.returncode == status, (ran.stdout[-1500:], ran.stderr[-1500:])
