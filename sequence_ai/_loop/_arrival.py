@@ -44,12 +44,11 @@ class Joined:
     seam: Optional[float]
 
 
-def window_of(chunk: ActionChunk, run_horizon: Optional[int]) -> int:
-    """The open-loop window the default budget is one request per: run()'s open_loop_horizon, else
-    the chunk's claim — never trusted below half its rows (a claim of 1 would spend 15 requests a
-    second of the user's credit) nor above them."""
-    rows = len(chunk.steps)
-    claim = run_horizon or chunk.open_loop_horizon or rows
+def window_of(rows: int, claim: Optional[int], run_horizon: Optional[int]) -> int:
+    """The open-loop window the default budget is one request per, for chunks of `rows` rows:
+    run()'s open_loop_horizon, else the claim (the chunk's or the catalogue's) — never trusted below
+    half the rows (a claim of 1 would spend 15 requests a second of the user's credit) nor above."""
+    claim = run_horizon or claim or rows
     return max(1, min(rows, max(claim, math.ceil(rows / 2))))
 
 
@@ -64,6 +63,11 @@ class Arrivals:
         self.cadence = cadence
         self._layout = layout
         self.stitcher = Stitcher(settings.stitch, settings.open_loop_horizon, settings.smooth_seam)
+        # Before the first chunk (a run after predict(), or on a known model): the catalogue's
+        # rate and window set the cadence, so the second request does not wait for the first answer.
+        hz, (window, rows) = refills.learn_rate(), refills.catalogue_window()
+        if settings.take_over and hz and rows:
+            cadence.learn(hz, window_of(rows, window, settings.open_loop_horizon), provisional=True)
 
     def rows_for(self, chunk: ActionChunk, flight: InFlight, *, actions: int, last: Any, held_s: float,
                  hz: float, now: float, chunks: int) -> Joined:
@@ -93,10 +97,11 @@ class Arrivals:
 
     def _take_over(self, chunk: ActionChunk, kind: RowKind, flight: InFlight, *, actions: int, last: Any,
                    held_s: float, hz: float, now: float) -> Joined:
-        self.cadence.learn(hz, window_of(chunk, self.s.open_loop_horizon))
+        window = window_of(len(chunk.steps), chunk.open_loop_horizon, self.s.open_loop_horizon)
+        self.cadence.learn(hz, window)
         # Before the first action the arm is where it was observed: the chunk plays from its row 0.
         moment = flight.observed_at if actions == 0 else now - max(0.0, held_s - flight.held_s)
-        keep = rows_to_keep(now, self._next_chunk_due(now), hz, window_of(chunk, self.s.open_loop_horizon))
+        keep = rows_to_keep(now, self._next_chunk_due(now), hz, window)
         taken = take_over(self.r.buffer.rows(), Arrival(chunk.steps, kind, flight.observed_at, flight.joints),
                           last=last, now=moment, hz=hz, keep=keep)
         if taken is None:  # a buffered row is newer (answers are installed in the order asked): keep them

@@ -87,10 +87,14 @@ class RequestCadence:
     def __init__(self, budget: Optional[float]):
         self.budget = budget
         self.last_started: Optional[float] = None
+        self._learned = budget is not None  # the user's, or the first chunk's: kept from then on
 
-    def learn(self, hz: float, window: int) -> None:
-        if self.budget is None:
+    def learn(self, hz: float, window: int, provisional: bool = False) -> None:
+        """The default budget from the model's rate and window: `provisional` (the catalogue's,
+        before any chunk) until the first chunk's sets it for the run."""
+        if not self._learned:
             self.budget = default_budget(hz, window)
+            self._learned = not provisional
 
     def started(self, at: float) -> None:
         self.last_started = at
@@ -103,18 +107,29 @@ class RequestCadence:
             return None
         return max(now, self.last_started + 1.0 / self.budget)
 
-    def due(self, now: float, *, in_flight: int, buffered_s: float, lead_s: Optional[float],
-            latency_s: Optional[float], left_s: float) -> bool:
-        """Whether a request starts now. Never one whose answer would land after the run has
-        ended (`left_s`: the motion left to play; `latency_s` the estimate), nor past the in-flight
-        cap; else `request_due`'s rule (a budget not known yet: only the lead's)."""
-        if latency_s is not None and left_s <= latency_s:
+    def due(self, now: float, *, actions_left: int, deadline: Optional[float], in_flight: int, buffered: int,
+            hz: float, lead_s: Optional[float], latency_s: Optional[float]) -> bool:
+        """Whether a request starts now, with `actions_left` to play before max_actions (and
+        max_seconds' `deadline`), `buffered` rows. None while the rows buffered end the run (as the
+        appending rule: no more requests than it), none whose answer would land after the run
+        has ended (`latency_s`: the estimate), none past the in-flight cap; else `request_due`'s
+        rule (a budget not known yet: only the lead's)."""
+        left_s = actions_left / hz if deadline is None else min(actions_left / hz, deadline - now)
+        if buffered >= actions_left or (latency_s is not None and left_s <= latency_s):
             return False
-        cap = MAX_IN_FLIGHT_BUDGET if latency_s is None or self.budget is None else \
-            min(MAX_IN_FLIGHT_BUDGET, in_flight_for(latency_s, self.budget) + 1)
-        if in_flight >= cap:
+        buffered_s = buffered / hz
+        if in_flight >= self.in_flight_cap(latency_s):
             return False
         if self.budget is None and self.last_started is not None:
             return in_flight == 0 and lead_s is not None and buffered_s <= lead_s
         return request_due(now, last_started=self.last_started, in_flight=in_flight, buffered_s=buffered_s,
                            lead_s=lead_s, budget=self.budget or 1.0)
+
+    def in_flight_cap(self, latency_s: Optional[float]) -> int:
+        """As many requests at once as the budget needs at this latency: one while a refill takes
+        well under 1/budget (a request slow to come back — a reconnect — is not joined by more),
+        else one more than L·budget, at most MAX_IN_FLIGHT_BUDGET."""
+        if latency_s is None or self.budget is None:
+            return 1
+        need = latency_s * self.budget
+        return 1 if need <= 0.75 else min(MAX_IN_FLIGHT_BUDGET, in_flight_for(latency_s, self.budget) + 1)

@@ -113,10 +113,9 @@ class ControlLoop:
         hz = self.hz()
         lead = self.r.latency.lead_s(hz)
         if self.s.take_over:
-            now, left = time.monotonic(), (self.s.max_actions - self.actions) / hz
-            if self.cadence.due(now, in_flight=len(self.r.in_flight), buffered_s=len(self.r.buffer) / hz, lead_s=lead,
-                                latency_s=self.r.latency.estimate_s,
-                                left_s=left if self.deadline is None else min(left, self.deadline - now)):
+            if self.cadence.due(time.monotonic(), actions_left=self.s.max_actions - self.actions, deadline=self.deadline,
+                                in_flight=len(self.r.in_flight), buffered=len(self.r.buffer), hz=hz, lead_s=lead,
+                                latency_s=self.r.latency.estimate_s):
                 self.r.queue(self.submit())
             return
         due = self.prefetch.start_now(actions=self.actions, buffered=len(self.r.buffer),
@@ -248,7 +247,8 @@ class ControlLoop:
         head, hz = self.r.head(), self.hz()
         if head is None or head.fetch.done():
             return
-        start = self.prefetch.first_action_at(head.fetch.started_at, self.r.latency.lead_s(hz), len(self.r.buffer), hz)
+        lead = self.r.latency.start_lead_s(hz) if self.s.take_over else self.r.latency.lead_s(hz)
+        start = self.prefetch.first_action_at(head.fetch.started_at, lead, len(self.r.buffer), hz)
         if start is not None and start > time.monotonic():
             self.r.wait(head, start if self.deadline is None else min(start, self.deadline))
             self.restart_schedule()
@@ -261,7 +261,7 @@ class ControlLoop:
             self._on_played(action)
         since = action.swap_since if isinstance(action, Action) else None
         if since is not None:  # the first action computed with a new instruction (guide: its lag)
-            self.tally.lag(time.monotonic() - since)
+            self.tally.lag(action.played_at - since)
 
     # -- the loop --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ stops twice at its start above the window (issue #23).
 The newest chunk taking over on arrival (`_takeover.py`) needs a bound, not an average: how late
 the next chunk may still be, so the rows taken from the one arriving last until it lands.
 `latest_s()` is the 90th percentile of the last 32 samples (fewer than 8: the estimate plus
-the larger of 2.5 mean deviations and a fifth of it).
+the larger of 2.5 mean deviations and half of it).
 """
 
 from __future__ import annotations
@@ -89,9 +89,18 @@ class RefillLatency:
                 return None
             return 1.25 * self._estimate + 2.0 * self._deviation + 1.0 / hz
 
+    def start_lead_s(self, hz: float) -> Optional[float]:
+        """The lead the first action of a run waits by: `lead_s`, or, when larger, how late the
+        refill may still come plus a period (a run after predict() has one sample, a seed)."""
+        lead, latest = self.lead_s(hz), self.latest_s()
+        if lead is None or latest is None:
+            return lead
+        return max(lead, latest + 1.0 / hz)
+
     def latest_s(self) -> Optional[float]:
         """How late a refill may still come: the 90th percentile of the recent samples, or with
-        fewer than 8 the estimate (a seed counts) plus max(2.5 × mean deviation, 0.2 × estimate).
+        fewer than 8 the estimate (a seed counts) plus max(2.5 × mean deviation, 0.5 × estimate):
+        one sample of a latency varying ±20 % may be its low end.
         None with no estimate."""
         with self._lock:
             if len(self._recent) >= _FEW:
@@ -99,4 +108,4 @@ class RefillLatency:
                 return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
             if self._estimate is None:
                 return None
-            return self._estimate + max(2.5 * self._deviation, 0.2 * self._estimate)
+            return self._estimate + max(2.5 * self._deviation, 0.5 * self._estimate)

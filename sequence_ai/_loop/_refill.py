@@ -158,6 +158,11 @@ class Refills:
         finally:
             self._blocking = None
 
+    def catalogue_window(self) -> Tuple[Optional[int], Optional[int]]:
+        """The catalogue row's (open_loop_horizon, action_horizon), as cached; (None, None) unknown."""
+        row = self._cached_row()
+        return (None, None) if row is None else (row.open_loop_horizon, row.action_horizon)
+
     def learn_rate(self) -> Optional[float]:
         """The model's rate (_chunk.model_rate: never a chunk's claim), once an answer has come."""
         self.hz = model_rate(self.worker.declared_action, self._cached_row())

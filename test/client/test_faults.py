@@ -243,12 +243,14 @@ def test_worker_gone_for_good_is_unavailable_503_after_bounded_reconnects(platfo
 def test_warming_met_mid_run_is_raised_not_waited(platform):
     robot = Robot()
     with policy_for(platform, on_warming=lambda waited, eta: None) as policy:
-        policy.run(**run_kwargs(robot), max_actions=4)  # served once; leaves 4 rows
+        policy.run(**run_kwargs(robot), max_actions=4)  # served once; leaves the chunk's other rows
+        left = policy.buffered
         platform.fault("warming", seconds=30)
         with pytest.raises(Unavailable) as info:
             policy.run(**run_kwargs(robot), max_actions=SHORT)
-    assert info.value.warming
-    assert policy.last_outcome.reason == "raised:Unavailable" and policy.last_outcome.actions == 4
+    assert info.value.warming and 0 < left < SHORT
+    # the rows left play, then the refill's warming is raised, not waited out
+    assert policy.last_outcome.reason == "raised:Unavailable" and policy.last_outcome.actions == left
     assert robot.holds == 1
 
 

@@ -354,13 +354,15 @@ def test_a_run_refused_by_validate_leaves_nothing_for_the_next_run(platform):
         assert policy.buffered == 0
 
 
-def test_a_completed_run_leaves_its_rows_for_the_next_run(platform):
+@pytest.mark.parametrize("take_over, left", [(None, 15 - 3), (False, 8 - 3)])
+def test_a_completed_run_leaves_its_rows_for_the_next_run(platform, take_over, left):
+    # taking over, a chunk's rows all stay buffered (15); appending, its window (8)
     robot = Robot()
     with policy_for(platform) as policy:
-        policy.run(**run_kwargs(robot), max_actions=3)
-        assert policy.buffered == 5
-        out = policy.run(**run_kwargs(robot), max_actions=5)
-    assert out.chunks == 0 and len(platform.requests()) == 1
+        policy.run(**run_kwargs(robot), max_actions=3, take_over=take_over)
+        assert policy.buffered == left
+        out = policy.run(**run_kwargs(robot), max_actions=5, take_over=take_over)
+    assert out.chunks == 0 and len(platform.requests()) == 1  # the rows left end it: no request
 
 
 def test_predict_waits_out_a_cold_worker_and_books_the_warmup(platform):

@@ -49,7 +49,8 @@ def test_readme_python_section_runs_as_written(tmp_path):
     assert [w for w, _ in ran] == [["sequence-ai", "models"], ["sequence-ai", "doctor"], ["python", "my_loop.py"]]
     assert "pi05-droid" in ran[0][1] and ran[1][1].rstrip().endswith("ready")
     outcome = ran[2][1].strip().splitlines()[-1]
-    assert re.fullmatch(r"RunOutcome\(60 actions over \d+ chunks in [\d.]+s, completed\)", outcome), outcome
+    assert re.fullmatch(r"RunOutcome\(60 actions over \d+ chunks in [\d.]+s, age p50 [\d.]+s, late p50 -?[\d.]+s, "
+                        r"completed\)", outcome), outcome
 
 
 def test_readme_names_only_what_the_client_has():

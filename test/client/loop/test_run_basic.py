@@ -14,7 +14,7 @@ def test_run_completes_max_actions_without_hold(platform):
     assert out.reason == "completed" and not out.stopped_early
     assert out.actions == 20 == len(robot.actions)
     assert robot.holds == 0
-    assert out.chunks >= 3  # 8 rows per chunk (open_loop_horizon)
+    assert out.chunks >= 2  # one request per window (8 rows) until a chunk's rows (15) end the run
     assert str(out).startswith("RunOutcome(20 actions over ") and str(out).endswith(", completed)")
 
 
@@ -44,7 +44,7 @@ def test_every_request_of_a_run_carries_its_own_request_id(platform):
     with policy_for(platform) as policy:
         policy.run(**run_kwargs(robot), max_actions=40)
     rids = [r["rid"] for r in platform.requests(limit=50)]
-    assert len(rids) >= 5 and all(re.fullmatch(r"r-[0-9a-f]{8}", rid) for rid in rids), rids
+    assert len(rids) >= 4 and all(re.fullmatch(r"r-[0-9a-f]{8}", rid) for rid in rids), rids
     assert len(set(rids)) == len(rids)
 
 
