@@ -113,7 +113,7 @@ PARAMETERS = {
     "stitch": ("continue", dict(description="How an arriving chunk meets the motion in progress: continue | align | none (docs/CLIENT-LOOP.md)")),
     "align_chunks": (False, dict(description="Older spelling of stitch: align; true overrides stitch")),
     "take_over": (True, dict(description="The newest chunk takes over on arrival: its rows for the moment being played replace the rows buffered (needs lookahead 0, prefetch true, stitch continue); false = each chunk plays after the rows buffered (docs/CLIENT-LOOP.md)")),
-    "request_budget": (0.0, dict(description="With take_over: requests per second of motion the node may make; 0 (default) = the client's default (control_hz / window: 1.875/s for pi05-droid)", floats=(0.0, MAX_REQUEST_BUDGET))),
+    "request_budget": (0.0, dict(description="With take_over: requests per second of motion the node may make; 0 (default) = the client's default, one request per window played (1.875/s for pi05-droid)", floats=(0.0, MAX_REQUEST_BUDGET))),
     "smooth_seam": (0, dict(description="Ramp the first N targets of each new chunk out of the last one", ints=(0, 64))),
     "startup_timeout_s": (1800.0, dict(description="How long to wait for a cold worker before the first action, s", floats=(0.0, 7200.0))),
     "request_timeout_s": (30.0, dict(description="Timeout of one steady-state request, s", floats=(0.5, 600.0))),
