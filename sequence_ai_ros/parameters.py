@@ -29,7 +29,7 @@ COMMAND_TYPES = ("float64_multi_array", "joint_trajectory")
 COMMAND_INTERFACES = ("position", "velocity")
 BUSY_POLICIES = ("reject", "preempt")
 STITCH_MODES = ("continue", "align", "none")
-MAX_REQUEST_BUDGET = 30.0  # requests per second: twice a 15 Hz model's one request per action
+MAX_REQUEST_BUDGET = 30.0  # requests per second: two for every action a 15 Hz model plays
 
 
 class ConfigError(ValueError):
@@ -259,11 +259,13 @@ def _take_over(node: Node, stitch: str, align_chunks: bool) -> Tuple[bool, float
     take_over = bool(_value(node, "take_over"))
     request_budget = float(_value(node, "request_budget"))
     if take_over:
-        against = [f"{name} is {value}" for name, value, ok in (
-            ("lookahead", _value(node, "lookahead"), int(_value(node, "lookahead")) == 0),
-            ("prefetch", "false", bool(_value(node, "prefetch"))),
-            ("align_chunks" if align_chunks else "stitch", "true" if align_chunks else stitch, stitch == "continue"),
-        ) if not ok]
+        lookahead, against = int(_value(node, "lookahead")), []
+        if lookahead != 0:
+            against.append(f"lookahead is {lookahead}")
+        if not bool(_value(node, "prefetch")):
+            against.append("prefetch is false")
+        if stitch != "continue":
+            against.append("align_chunks is true" if align_chunks else f"stitch is {stitch}")
         if against:
             raise ConfigError(f"parameter take_over is true, which needs lookahead 0, prefetch true and stitch "
                               f"continue, but {', '.join(against)}; set take_over: false for each chunk to play "
