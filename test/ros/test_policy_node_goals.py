@@ -244,6 +244,9 @@ def test_second_goal_while_busy_is_rejected_with_a_reason(shared, platform):
     assert Planner.result(first).result.status == Act.Result.STATUS_TIMEOUT
 
 
+BIN_S = 0.001  # the client's age and lateness p50 are to the millisecond
+
+
 def test_outcome_and_feedback_carry_the_age_and_lateness_of_the_actions_played(shared, platform):
     ros, process, arm, planner = shared
     feedback = []
@@ -254,9 +257,10 @@ def test_outcome_and_feedback_carry_the_age_and_lateness_of_the_actions_played(s
     assert all(math.isfinite(x) for x in ages + late), outcome
     # No action plays before its observation, nor after the run's end; a row's moment is its
     # observation's time + row/hz, never before the observation, so each lateness is at most its age.
-    assert 0.0 <= outcome.age_p50_s <= outcome.age_max_s <= outcome.elapsed_s, outcome
-    assert outcome.lateness_p50_s <= outcome.lateness_max_s <= outcome.age_max_s, outcome
-    assert outcome.lateness_p50_s <= outcome.age_p50_s, outcome
+    # (A p50 is its 1 ms bin's middle, the max exact: a p50 may pass the max by half a bin.)
+    assert 0.0 <= outcome.age_p50_s <= outcome.age_max_s + BIN_S <= outcome.elapsed_s + BIN_S, outcome
+    assert outcome.lateness_p50_s <= outcome.lateness_max_s + BIN_S, outcome
+    assert outcome.lateness_max_s <= outcome.age_max_s and outcome.lateness_p50_s <= outcome.age_p50_s, outcome
     assert wait_until(lambda: planner.outcomes, 3.0)
     published = planner.outcomes[-1]
     assert (published.age_p50_s, published.lateness_max_s) == (outcome.age_p50_s, outcome.lateness_max_s)
@@ -264,8 +268,9 @@ def test_outcome_and_feedback_carry_the_age_and_lateness_of_the_actions_played(s
     assert wait_until(lambda: any(fb.actions > 0 for _, fb in feedback), 5.0)
     measured = [fb for _, fb in feedback if fb.actions > 0 and math.isfinite(fb.age_p50_s)]
     assert measured, [fb for _, fb in feedback]
-    assert all(0.0 <= fb.age_p50_s <= fb.age_max_s and fb.lateness_p50_s <= fb.lateness_max_s for fb in measured), \
-        measured
+    wrong = [fb for fb in measured if not (0.0 <= fb.age_p50_s <= fb.age_max_s + BIN_S
+                                           and fb.lateness_p50_s <= fb.lateness_max_s + BIN_S)]
+    assert not wrong, wrong
     assert all(math.isnan(fb.age_p50_s) for _, fb in feedback if fb.actions == 0)
 
 
