@@ -208,7 +208,8 @@ def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.6, 0.7,
         if appending and latency > bench_latency.WINDOW_S:
             planned.append(("node append", APPENDING, 400))
         if before and abs(latency - 0.7) < 1e-9:
-            planned.append(("node before", BEFORE, 300))
+            # take_over needs lookahead 0 and stitch continue: with the parameter, the node refuses BEFORE without false
+            planned.append(("node before", {**BEFORE, **APPENDING} if appending else BEFORE, 300))
         for name, overrides, seed in planned:
             entry[name] = result = case(latency, seconds, overrides, seed + index)
             log(f"  ros latency {latency:g}s {name}: {summary(result)}")

@@ -22,7 +22,8 @@ from launch import LaunchDescription
 
 def generate_launch_description():
     share = get_package_share_directory("sequence_ai_ros")
-    arguments = {name: LaunchConfiguration(name) for name in ("params_file", "namespace", "log_level", "record_dir")}
+    passed = ("params_file", "namespace", "log_level", "record_dir", "take_over", "request_budget")
+    arguments = {name: LaunchConfiguration(name) for name in passed}
     return LaunchDescription([
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "demo.yaml"),
                               description="Parameter YAML of both nodes (sequence_ai_policy and sim_robot)"),
@@ -33,6 +34,12 @@ def generate_launch_description():
         DeclareLaunchArgument("record_dir", default_value="",
                               description="Record each goal to one MCAP file in this folder (overrides the "
                                           "params file's record_dir; empty: the params file decides)"),
+        DeclareLaunchArgument("take_over", default_value="", choices=["", "true", "false"],
+                              description="The policy node's take_over (overrides the params file's; empty: the "
+                                          "params file decides)"),
+        DeclareLaunchArgument("request_budget", default_value="",
+                              description="The policy node's request_budget, requests/s (overrides the params "
+                                          "file's; empty: the params file decides)"),
         Node(package="sequence_ai_ros", executable="sim_robot", name="sim_robot",
              namespace=arguments["namespace"], parameters=[arguments["params_file"]],
              ros_arguments=["--log-level", arguments["log_level"]], output="screen",

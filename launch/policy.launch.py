@@ -2,6 +2,7 @@
 
     ros2 launch sequence_ai_ros policy.launch.py params_file:=/path/policy.yaml namespace:=left_arm
     ros2 launch sequence_ai_ros policy.launch.py record_dir:=$HOME/runs    # one MCAP file per goal
+    ros2 launch sequence_ai_ros policy.launch.py request_budget:=4.0        # requests/s (take_over)
 
 The API key comes from the environment (SEQUENCES_API_KEY), never from a parameter. A node that
 cannot start (no key, a parameter it cannot run with) logs why at FATAL and exits with status 1.
@@ -33,6 +34,14 @@ def generate_launch_description():
         DeclareLaunchArgument("record_dir", default_value="",
                               description="Record each goal to one MCAP file in this folder (overrides the "
                                           "params file's record_dir; empty: the params file decides)"),
+        DeclareLaunchArgument("take_over", default_value="", choices=["", "true", "false"],
+                              description="The newest chunk takes over on arrival (true) or plays after the rows "
+                                          "buffered (false); overrides the params file's take_over; empty: the "
+                                          "params file decides"),
+        DeclareLaunchArgument("request_budget", default_value="",
+                              description="Requests per second of motion with take_over, 0-30 (0: the client's "
+                                          "default); overrides the params file's request_budget; empty: the "
+                                          "params file decides"),
         OpaqueFunction(function=_policy_node),
     ])
 
@@ -42,6 +51,15 @@ def _policy_node(context):
     record_dir = LaunchConfiguration("record_dir").perform(context)
     if record_dir:  # only when given: an empty default must not clear the params file's
         overrides["record_dir"] = os.path.expanduser(record_dir)
+    take_over = LaunchConfiguration("take_over").perform(context)
+    if take_over:
+        overrides["take_over"] = take_over == "true"
+    request_budget = LaunchConfiguration("request_budget").perform(context)
+    if request_budget:  # a double for the node even when written 2 (the node refuses an integer)
+        try:
+            overrides["request_budget"] = float(request_budget)
+        except ValueError:
+            raise ValueError(f"request_budget:={request_budget} is not a number of requests per second") from None
     return [
         Node(
             package="sequence_ai_ros",

@@ -265,13 +265,16 @@ class PolicyNode(Node):
             if self.recordings is not None:
                 run.recorder = self.recordings.open(bytes(run.goal_handle.goal_id.uuid).hex())
                 self.arm.publisher.recorder = run.recorder  # every command and hold as published
+            take_over = c.take_over and not c.dry_run
             before = self.priority.raise_thread()  # this thread publishes on the ticks (realtime.py)
             outcome = self.policy.run(
                 observe=observe, act=lambda row: self._act_on_beat(run, row), validate=self.arm.validate,
                 hold=hold, max_actions=max_actions, max_seconds=max_seconds,
                 until=(self._until.is_set if c.until_topic else None),
-                # a dry run's arm does not move: no motion to continue, each chunk as it comes
+                # a dry run's arm does not move: no motion to continue, each chunk as it comes, and so
+                # nothing to take over (parameters.py has refused a take_over the mode rules out)
                 prefetch=c.prefetch, lookahead=c.lookahead or "auto", stitch="none" if c.dry_run else c.stitch,
+                take_over=None if take_over else False, request_budget=(c.request_budget or None) if take_over else None,
                 smooth_seam=c.smooth_seam,
                 startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
                 progress=False, instruction=run.instruction, record=run.recorder,

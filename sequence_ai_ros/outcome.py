@@ -87,8 +87,9 @@ def feedback_message(progress: Any, *, started: bool, instruction: str, elapsed_
     goal's until the first action (no request of this run has carried one before)."""
     p = progress
     feedback = Act.Feedback(instruction=instruction, warming=bool(p.warming),
-                            warming_eta_s=_nan_if_none(p.warming_eta_s))
+                            warming_eta_s=_nan_if_none(p.warming_eta_s), **_freshness(None))
     if started:
+        _set(feedback, _freshness(p))
         feedback.actions, feedback.chunks, feedback.buffered = int(p.actions), int(p.chunks), int(p.buffered)
         feedback.elapsed_s = float(p.elapsed_s if elapsed_s is None else elapsed_s)
         feedback.underruns = int(p.underruns)
@@ -99,6 +100,24 @@ def feedback_message(progress: Any, *, started: bool, instruction: str, elapsed_
 
 def _nan_if_none(value: Optional[float]) -> float:
     return math.nan if value is None else float(value)
+
+
+FRESHNESS = ("age_p50_s", "age_max_s", "lateness_p50_s", "lateness_max_s")
+
+
+def _freshness(figures: Any) -> dict:
+    """The age and lateness of the actions played (a client RunOutcome or RunProgress), NaN where
+    unknown (no action played yet, or none said when it was computed for)."""
+    if figures is None:
+        return dict.fromkeys(FRESHNESS, math.nan)
+    return {"age_p50_s": _nan_if_none(figures.age_p50_s), "age_max_s": _nan_if_none(figures.age_max_s),
+            "lateness_p50_s": _nan_if_none(figures.lateness_p50_s),
+            "lateness_max_s": _nan_if_none(figures.lateness_max_s)}
+
+
+def _set(msg: Any, fields: dict) -> None:
+    for name, value in fields.items():
+        setattr(msg, name, value)
 
 
 def outcome_message(
@@ -122,6 +141,7 @@ def outcome_message(
         final_instruction=instruction or "",
         max_instruction_lag_s=math.nan,
         max_seam_jump=math.nan,
+        **_freshness(None),
     )
     if outcome is not None:
         msg.actions = int(outcome.actions)
@@ -135,6 +155,7 @@ def outcome_message(
         msg.max_seam_jump = _nan_if_none(outcome.max_seam_jump)
         msg.observe_s = float(outcome.observe_s)
         msg.action_space = outcome.action_space or ""
+        _set(msg, _freshness(outcome))
         msg.recording_frames_dropped = int(getattr(outcome, "recording_frames_dropped", 0))
         msg.recording_error = str(getattr(outcome, "recording_error", "") or "")
     return msg

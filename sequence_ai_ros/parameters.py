@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterUninitializedException,
+)
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -25,6 +29,7 @@ COMMAND_TYPES = ("float64_multi_array", "joint_trajectory")
 COMMAND_INTERFACES = ("position", "velocity")
 BUSY_POLICIES = ("reject", "preempt")
 STITCH_MODES = ("continue", "align", "none")
+MAX_REQUEST_BUDGET = 30.0  # requests per second: two for every action a 15 Hz model plays
 
 
 class ConfigError(ValueError):
@@ -56,6 +61,8 @@ class NodeConfig:
     lookahead: int  # 0: as many requests in flight as the latency needs
     smooth_seam: int
     stitch: str
+    take_over: bool  # the newest chunk replaces the rows not yet played (needs lookahead 0, prefetch, continue)
+    request_budget: float  # requests per second with take_over; 0: the client's default
     startup_timeout_s: float
     request_timeout_s: float
     dry_run: bool
@@ -105,6 +112,8 @@ PARAMETERS = {
     "lookahead": (0, dict(description="Requests in flight: 0 = as many as the refill latency needs (pipelined); N = at most N chunks buffered or in flight", ints=(0, 8))),
     "stitch": ("continue", dict(description="How an arriving chunk meets the motion in progress: continue | align | none (docs/CLIENT-LOOP.md)")),
     "align_chunks": (False, dict(description="Older spelling of stitch: align; true overrides stitch")),
+    "take_over": (True, dict(description="The newest chunk takes over on arrival: its rows for the moment being played replace the rows buffered (needs lookahead 0, prefetch true, stitch continue); false = each chunk plays after the rows buffered (docs/CLIENT-LOOP.md)")),
+    "request_budget": (0.0, dict(description="With take_over: requests per second of motion the node may make; 0 (default) = the client's default, one request per window played (1.875/s for pi05-droid)", floats=(0.0, MAX_REQUEST_BUDGET))),
     "smooth_seam": (0, dict(description="Ramp the first N targets of each new chunk out of the last one", ints=(0, 64))),
     "startup_timeout_s": (1800.0, dict(description="How long to wait for a cold worker before the first action, s", floats=(0.0, 7200.0))),
     "request_timeout_s": (30.0, dict(description="Timeout of one steady-state request, s", floats=(0.5, 600.0))),
@@ -127,7 +136,11 @@ USE_SIM_TIME_DESCRIPTION = ("Follow the /clock topic (read once at startup, like
 
 def declare(node: Node) -> None:
     for name, (default, kwargs) in PARAMETERS.items():
-        node.declare_parameter(name, default, _descriptor(**kwargs))
+        try:
+            node.declare_parameter(name, default, _descriptor(**kwargs))
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            # a value outside the descriptor's range, or of another type (an int for a double)
+            raise ConfigError(f"parameter {name}: {exc}") from None
     # rclpy declares use_sim_time itself, writable; the node reads it once (its clock, every goal's
     # time bound), so a change at runtime would silently break a run: refuse it like the others.
     descriptor = _descriptor(USE_SIM_TIME_DESCRIPTION)
@@ -190,6 +203,9 @@ def read(node: Node) -> NodeConfig:
     q_max = _floats(node, "joint_position_max", len(joints))
     if any(lo >= hi for lo, hi in zip(q_min, q_max)):
         raise ConfigError("joint_position_min must be below joint_position_max for every joint")
+    align_chunks = bool(_value(node, "align_chunks"))
+    stitch = "align" if align_chunks else _choice(node, "stitch", STITCH_MODES)
+    take_over, request_budget = _take_over(node, stitch, align_chunks)
     open_pos = float(_value(node, "gripper_open_position"))
     closed_pos = float(_value(node, "gripper_closed_position"))
     if open_pos == closed_pos:
@@ -217,7 +233,9 @@ def read(node: Node) -> NodeConfig:
         prefetch=bool(_value(node, "prefetch")),
         lookahead=int(_value(node, "lookahead")),
         smooth_seam=int(_value(node, "smooth_seam")),
-        stitch="align" if bool(_value(node, "align_chunks")) else _choice(node, "stitch", STITCH_MODES),
+        stitch=stitch,
+        take_over=take_over,
+        request_budget=request_budget,
         startup_timeout_s=float(_value(node, "startup_timeout_s")),
         request_timeout_s=float(_value(node, "request_timeout_s")),
         dry_run=bool(_value(node, "dry_run")),
@@ -231,3 +249,29 @@ def read(node: Node) -> NodeConfig:
         realtime_priority=int(_value(node, "realtime_priority")),
         record_dir=str(_value(node, "record_dir")),
     )
+
+
+def _take_over(node: Node, stitch: str, align_chunks: bool) -> Tuple[bool, float]:
+    """(take_over, request_budget), or ConfigError naming the parameters that cannot go together.
+    The node asks the client for the take-over wherever it can be (`take_over=None`), so a mode
+    that rules it out would turn it off without a word: refused here instead, as the client's
+    `take_over=True` refuses it."""
+    take_over = bool(_value(node, "take_over"))
+    request_budget = float(_value(node, "request_budget"))
+    if take_over:
+        lookahead, against = int(_value(node, "lookahead")), []
+        if lookahead != 0:
+            against.append(f"lookahead is {lookahead}")
+        if not bool(_value(node, "prefetch")):
+            against.append("prefetch is false")
+        if stitch != "continue":
+            against.append("align_chunks is true" if align_chunks else f"stitch is {stitch}")
+        if against:
+            raise ConfigError(f"parameter take_over is true, which needs lookahead 0, prefetch true and stitch "
+                              f"continue, but {', '.join(against)}; set take_over: false for each chunk to play "
+                              f"after the rows buffered")
+    elif request_budget > 0:
+        raise ConfigError(f"parameter request_budget is {request_budget:g} but take_over is false: a budget needs "
+                          f"the newest chunk to take over (without it the node starts one request per window); "
+                          f"set request_budget: 0.0 or take_over: true")
+    return take_over, request_budget

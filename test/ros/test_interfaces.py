@@ -42,6 +42,10 @@ def sample_outcome() -> RunOutcome:
         action_space="joint_delta",
         model="pi05-droid",
         final_instruction="put the cup on the plate",
+        age_p50_s=0.83,
+        age_max_s=1.12,
+        lateness_p50_s=0.05,
+        lateness_max_s=0.31,
     )
 
 
@@ -53,9 +57,9 @@ def test_run_outcome_round_trips_every_field():
 
 
 def test_run_outcome_carries_nan_for_unmeasured_values():
-    outcome = RunOutcome(max_seam_jump=math.nan, max_instruction_lag_s=math.nan)
-    copy = round_trip(outcome)
-    assert math.isnan(copy.max_seam_jump) and math.isnan(copy.max_instruction_lag_s)
+    unmeasured = ("max_seam_jump", "max_instruction_lag_s", "age_p50_s", "age_max_s", "lateness_p50_s", "lateness_max_s")
+    copy = round_trip(RunOutcome(**dict.fromkeys(unmeasured, math.nan)))
+    assert all(math.isnan(getattr(copy, name)) for name in unmeasured)
 
 
 def test_warming_status_round_trips_every_field():
@@ -77,10 +81,12 @@ def test_act_goal_result_feedback_round_trip():
     feedback = Act.Feedback(
         actions=10, chunks=2, buffered=6, elapsed_s=0.7, instruction="pick up the cup",
         underruns=0, warming=False, warming_eta_s=math.nan,
+        age_p50_s=0.8, age_max_s=0.9, lateness_p50_s=0.0, lateness_max_s=math.nan,
     )
     copy = round_trip(feedback)
     assert (copy.actions, copy.chunks, copy.buffered, copy.instruction) == (10, 2, 6, "pick up the cup")
-    assert math.isnan(copy.warming_eta_s)
+    assert (copy.age_p50_s, copy.age_max_s, copy.lateness_p50_s) == (0.8, 0.9, 0.0)
+    assert math.isnan(copy.warming_eta_s) and math.isnan(copy.lateness_max_s)
 
 
 def test_act_status_constants_are_distinct_and_named():

@@ -257,6 +257,36 @@ def test_second_goal_while_busy_is_rejected_with_a_reason(shared, platform):
     assert Planner.result(first).result.status == Act.Result.STATUS_TIMEOUT
 
 
+BIN_S = 0.001  # the client's age and lateness p50 are to the millisecond
+
+
+def test_outcome_and_feedback_carry_the_age_and_lateness_of_the_actions_played(shared, platform):
+    ros, process, arm, planner = shared
+    feedback = []
+    result = Planner.result(planner.send("pick up the red cube", max_seconds=2.0, feedback=feedback)).result
+    outcome = result.outcome
+    assert result.status == Act.Result.STATUS_TIMEOUT and outcome.actions > 0, result.message
+    ages, late = (outcome.age_p50_s, outcome.age_max_s), (outcome.lateness_p50_s, outcome.lateness_max_s)
+    assert all(math.isfinite(x) for x in ages + late), outcome
+    # No action plays before its observation, nor after the run's end; a row's moment is its
+    # observation's time + row/hz, never before the observation, so each lateness is at most its age.
+    # (A p50 is its 1 ms bin's middle, the max exact: a p50 may pass the max by half a bin.)
+    assert 0.0 <= outcome.age_p50_s <= outcome.age_max_s + BIN_S <= outcome.elapsed_s + BIN_S, outcome
+    assert outcome.lateness_p50_s <= outcome.lateness_max_s + BIN_S, outcome
+    assert outcome.lateness_max_s <= outcome.age_max_s and outcome.lateness_p50_s <= outcome.age_p50_s, outcome
+    assert wait_until(lambda: planner.outcomes, 3.0)
+    published = planner.outcomes[-1]
+    assert (published.age_p50_s, published.lateness_max_s) == (outcome.age_p50_s, outcome.lateness_max_s)
+    # Feedback: NaN until an action played, then the figures so far.
+    assert wait_until(lambda: any(fb.actions > 0 for _, fb in feedback), 5.0)
+    measured = [fb for _, fb in feedback if fb.actions > 0 and math.isfinite(fb.age_p50_s)]
+    assert measured, [fb for _, fb in feedback]
+    wrong = [fb for fb in measured if not (0.0 <= fb.age_p50_s <= fb.age_max_s + BIN_S
+                                           and fb.lateness_p50_s <= fb.lateness_max_s + BIN_S)]
+    assert not wrong, wrong
+    assert all(math.isnan(fb.age_p50_s) for _, fb in feedback if fb.actions == 0)
+
+
 def test_invalid_goals_are_rejected_naming_the_field(shared, platform):
     ros, process, arm, planner = shared
     assert "max_seconds" in planner.rejected("pick up the red cube", max_seconds=0.0)

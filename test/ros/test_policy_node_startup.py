@@ -141,3 +141,23 @@ def test_a_record_dir_of_blanks_or_of_no_users_home_is_a_fatal_line_and_exit_1(p
     assert process.process.returncode == 1, text[-2000:]
     assert "FATAL" in text and "cannot start" in text and "record_dir" in text, text[-2000:]
     assert "Traceback" not in text, text[-2000:]
+
+
+@pytest.mark.parametrize("given, named", [
+    ({"take_over": False, "request_budget": 2.0}, ("request_budget is 2", "take_over is false")),
+    ({"lookahead": 1}, ("take_over is true", "lookahead is 1")),
+    ({"align_chunks": True}, ("take_over is true", "align_chunks is true")),
+    ({"request_budget": 50.0}, ("request_budget", "out of range", "30.0")),
+], ids=["budget without take_over", "take_over with lookahead 1", "take_over with align_chunks", "budget above 30"])
+def test_a_take_over_or_request_budget_the_node_cannot_run_with_is_a_fatal_line_and_exit_1(platform, tmp_path, given,
+                                                                                           named):
+    # take_over: true asks the client for the take-over wherever the mode allows it; a mode that
+    # rules it out would turn it off without a word, so the node refuses to start instead.
+    with NodeProcess("policy_node", namespace="/take_over_arm", parameters=given, env=platform.env(),
+                     log_path=tmp_path / "policy_node.log") as process:
+        assert wait_until(lambda: not process.running, 60.0)
+        text = process.output()
+    assert process.process.returncode == 1, text[-2000:]
+    fatal = [line for line in text.splitlines() if "FATAL" in line and "cannot start" in line]
+    assert fatal and all(part in fatal[0] for part in named), text[-2000:]
+    assert "Traceback" not in text, text[-2000:]

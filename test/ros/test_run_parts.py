@@ -14,7 +14,7 @@ import pytest
 from sequence_ai import RunOutcome
 from sequence_ai_ros.companions import companion_arguments
 from sequence_ai_ros.goal_run import GoalRun, GoalSlot, RunStopped
-from sequence_ai_ros.outcome import as_reported, feedback_message
+from sequence_ai_ros.outcome import as_reported, feedback_message, outcome_message
 from sequence_ai_ros.run_clock import SIM_TIME_WALL_MARGIN_S, RunClock
 
 pytestmark = pytest.mark.ros
@@ -151,7 +151,8 @@ def test_the_outcome_carries_the_nodes_reason_and_the_ros_time_length():
 
 def progress(**fields):
     base = dict(running=True, actions=0, chunks=0, buffered=0, elapsed_s=0.0, underruns=0, instruction=None,
-                warming=False, warming_eta_s=None)
+                warming=False, warming_eta_s=None, age_p50_s=None, age_max_s=None, lateness_p50_s=None,
+                lateness_max_s=None)
     return SimpleNamespace(**{**base, **fields})
 
 
@@ -165,6 +166,28 @@ def test_feedback_is_the_goals_own_until_its_run_observed_and_acted():
     later = feedback_message(progress(actions=9, chunks=2, elapsed_s=1.0, instruction="open the drawer"),
                              started=True, instruction="pick up the cup", elapsed_s=0.5)
     assert (later.actions, later.instruction, later.elapsed_s) == (9, "open the drawer", 0.5)
+
+
+FRESHNESS = ("age_p50_s", "age_max_s", "lateness_p50_s", "lateness_max_s")
+
+
+def test_age_and_lateness_reach_the_outcome_and_the_feedback_and_are_nan_where_unknown():
+    from builtin_interfaces.msg import Time
+
+    figures = dict(zip(FRESHNESS, (0.81, 1.2, 0.04, 0.35)))
+    ending = dict(reason="timeout", message="", model="pi05-droid", instruction="pick up the cup", held=True,
+                  stamp=Time())
+    reported = outcome_message(outcome(reason="timeout", **figures), **ending)
+    assert {name: getattr(reported, name) for name in FRESHNESS} == figures
+    for unknown in (outcome_message(outcome(reason="timeout"), **ending), outcome_message(None, **ending)):
+        assert all(math.isnan(getattr(unknown, name)) for name in FRESHNESS)
+    during = feedback_message(progress(actions=9, **figures), started=True, instruction="pick up the cup",
+                              elapsed_s=None)
+    assert {name: getattr(during, name) for name in FRESHNESS} == figures
+    # Before its run observed, the progress is the last goal's: none of its figures.
+    before = feedback_message(progress(actions=40, **figures), started=False, instruction="pick up the cup",
+                              elapsed_s=None)
+    assert all(math.isnan(getattr(before, name)) for name in FRESHNESS)
 
 
 def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():

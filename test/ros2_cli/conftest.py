@@ -2,7 +2,7 @@
 
     left arm   ros2 launch sequence_ai_ros policy.launch.py namespace:=/left_arm params_file:=... record_dir:=...
                ros2 run sequence_ai_ros sim_robot --ros-args -r __ns:=/left_arm --params-file ...
-    right arm  ros2 launch sequence_ai_ros demo.launch.py namespace:=/right_arm params_file:=...
+    right arm  ros2 launch sequence_ai_ros demo.launch.py namespace:=/right_arm params_file:=... request_budget:=3
 
 Both against the session's local platform. The suite skips, in one line, where no `ros2` command
 is installed (make setup installs it from ../shared/ros2-cli-wheels).
@@ -23,6 +23,7 @@ from sequence_ai_ros.processes import config_path, ros2_cli, ros_environment
 POLICY = "/**/sequence_ai_policy"
 SIM = "/**/sim_robot"
 READY_S = 90.0
+RIGHT_REQUEST_BUDGET = 3  # requests/s, the right arm's launch argument
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Arms:
     show_args: Dict[str, Background]  # launch file -> ros2 launch ... --show-args
     params: dict  # the policy node's parameters, as in the params file
     left_recordings: Path  # the left arm's record_dir (its launch argument)
+    right_request_budget: int  # the right arm's request_budget (its demo launch's argument)
 
 
 def _params_file(path) -> dict:
@@ -65,8 +67,9 @@ def arms(local_platform, tmp_path_factory) -> Iterator[Arms]:
                           f"params_file:={params_path}", f"record_dir:={tmp / 'left-recordings'}")
         left_sim = ros2.start("run", "sequence_ai_ros", "sim_robot", "--ros-args", "-r", "__ns:=/left_arm",
                               "--params-file", str(params_path))
+        # request_budget through the demo launch, written as an integer: it reaches the node as a double
         right = ros2.start("launch", "sequence_ai_ros", "demo.launch.py", "namespace:=/right_arm",
-                           f"params_file:={params_path}")
+                           f"params_file:={params_path}", f"request_budget:={RIGHT_REQUEST_BUDGET}")
         without_key = {k: v for k, v in env.items() if k != "SEQUENCES_API_KEY"}
         no_key = Background([executable, "launch", "sequence_ai_ros", "demo.launch.py", "namespace:=/no_key_arm"],
                             without_key)
@@ -74,7 +77,8 @@ def arms(local_platform, tmp_path_factory) -> Iterator[Arms]:
         for ns in ("/left_arm", "/right_arm"):
             assert diagnostics.wait_for(lambda text, ns=ns: status_ok(text, ns), READY_S), \
                 f"{ns} never reported ready with fresh inputs:\n{left.text[-2000:]}\n{right.text[-2000:]}"
-        yield Arms(ros2, left, left_sim, right, diagnostics, no_key, show_args, params, tmp / "left-recordings")
+        yield Arms(ros2, left, left_sim, right, diagnostics, no_key, show_args, params, tmp / "left-recordings",
+                   RIGHT_REQUEST_BUDGET)
     finally:
         ros2.stop_all()
         ros2.run("daemon", "stop", timeout_s=30.0)  # started by the first command of this module

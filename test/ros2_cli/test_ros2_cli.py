@@ -38,8 +38,10 @@ def moving(text: str) -> bool:
 
 
 def test_both_launch_files_document_every_argument(arms):
-    expected = {"policy.launch.py": ("params_file", "namespace", "use_sim_time", "log_level", "record_dir"),
-                "demo.launch.py": ("params_file", "namespace", "log_level", "use_sim_time", "record_dir")}
+    expected = {"policy.launch.py": ("params_file", "namespace", "use_sim_time", "log_level", "record_dir", "take_over",
+                                     "request_budget"),
+                "demo.launch.py": ("params_file", "namespace", "log_level", "use_sim_time", "record_dir", "take_over",
+                                   "request_budget")}
     for launch_file, names in expected.items():
         text = arms.show_args[launch_file].finish(60.0)
         described = dict(re.findall(r"^    '(\w+)':\n        (.*)$", text, re.M))  # name -> description
@@ -82,7 +84,10 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     gets = [ros2.start("param", "get", LEFT, "model") for _ in range(3)]
     dump = ros2.start("param", "dump", LEFT)
     step_args, sim_time_args = ("param", "set", LEFT, "max_step_rad", "0.5"), ("param", "set", LEFT, "use_sim_time", "true")
-    step, sim_time = ros2.start(*step_args), ros2.start(*sim_time_args)
+    budget_args = ("param", "set", LEFT, "request_budget", "50.0")  # above its range, 0-30, and read-only
+    step, sim_time, budget = ros2.start(*step_args), ros2.start(*sim_time_args), ros2.start(*budget_args)
+    # the right arm's request_budget came from its demo launch's argument
+    right_budget = ros2.start("param", "get", RIGHT, "request_budget")
     for get in gets:  # the node itself answers, every time
         assert "String value is: pi05-droid" in get.finish(60.0)
     dumped = yaml.safe_load(dump.finish(60.0))[LEFT]["ros__parameters"]
@@ -95,9 +100,13 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     # use_sim_time too: read once at startup, a change at runtime would break a run silently.
     assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in \
         _answered(ros2, sim_time, *sim_time_args)
-    after = [ros2.start("param", "get", LEFT, name) for name in ("max_step_rad", "use_sim_time")]
+    assert "Setting parameter failed: Trying to set a read-only parameter: request_budget." in \
+        _answered(ros2, budget, *budget_args)
+    assert f"Double value is: {float(arms.right_request_budget)}" in right_budget.finish(60.0)
+    after = [ros2.start("param", "get", LEFT, name) for name in ("max_step_rad", "use_sim_time", "request_budget")]
     assert "Double value is: 0.2" in after[0].finish(60.0)
     assert "Boolean value is: False" in after[1].finish(60.0)
+    assert "Double value is: 0.0" in after[2].finish(60.0)
 
 
 def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_rejected(arms):
