@@ -4,6 +4,7 @@ file written before they existed still reads (None where it has nothing)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from types import SimpleNamespace
 
@@ -79,16 +80,22 @@ def test_replay_prints_and_draws_the_actions_age_and_lateness(recorded, capsys, 
     assert cli.main(["replay", str(path), "--plot", str(tmp_path / "t.png")]) == 0
     assert "action age (observation to act()): p50 350 ms" in capsys.readouterr().out
 
+    with _timeline(record) as figure:
+        assert len(figure.axes) == 3
+        drawn = {line.get_label(): list(line.get_ydata()) for line in figure.axes[2].get_lines()}
+        assert drawn["age: observation → act()"] == pytest.approx([c.age_s * 1000 for c in record.commands])
+        assert drawn["lateness: act() − its row's moment"] == pytest.approx([217.0] * 15, abs=0.5)
+
+
+@contextlib.contextmanager
+def _timeline(record):
+    """The replay's figure of `record` (closed after)."""
     matplotlib = pytest.importorskip("matplotlib", reason="needs the [replay] extra")
     from sequence_ai.recording.timeline import timeline_figure
 
     figure = timeline_figure(record)
     try:
-        assert len(figure.axes) == 3
-        freshness = figure.axes[2]
-        drawn = {line.get_label(): list(line.get_ydata()) for line in freshness.get_lines()}
-        assert drawn["age: observation → act()"] == pytest.approx([c.age_s * 1000 for c in record.commands])
-        assert drawn["lateness: act() − its row's moment"] == pytest.approx([217.0] * 15, abs=0.5)
+        yield figure
     finally:
         matplotlib.pyplot.close(figure)
 
@@ -154,13 +161,7 @@ def test_a_file_written_before_the_freshness_fields_still_reads_and_replays(tmp_
     out = capsys.readouterr().out
     assert "outcome: completed, 5 actions over 1 chunks" in out and f"timeline: {png}" in out
 
-    matplotlib = pytest.importorskip("matplotlib", reason="needs the [replay] extra")
-    from sequence_ai.recording.timeline import timeline_figure
-
-    figure = timeline_figure(record)
-    try:
+    with _timeline(record) as figure:
         assert len(figure.axes) == 3
         texts = [text.get_text() for text in figure.axes[2].texts]
         assert texts == ["no age or lateness in this file (recorded before they were)"]
-    finally:
-        matplotlib.pyplot.close(figure)
