@@ -164,4 +164,4 @@ def test_a_file_written_before_the_freshness_fields_still_reads_and_replays(tmp_
     with _timeline(record) as figure:
         assert len(figure.axes) == 3
         texts = [text.get_text() for text in figure.axes[2].texts]
-        assert texts == ["no age or lateness in this file (recorded before they were)"]
+        assert texts == ["no action age or lateness in this file (none played, or recorded before they were)"]
