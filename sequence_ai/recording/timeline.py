@@ -127,8 +127,8 @@ def _freshness(axis: Any, record: RunRecord, s: Any) -> None:
     if drawn:
         axis.legend(loc="upper right", fontsize=7)
     else:
-        axis.text(0.5, 0.5, "no action age or lateness in this file (none played, or recorded before they were)", ha="center",
-                  va="center", transform=axis.transAxes, fontsize=8, color="0.4")
+        axis.text(0.5, 0.5, "no action age or lateness in this file (none played, or recorded before they were)",
+                  ha="center", va="center", transform=axis.transAxes, fontsize=8, color="0.4")
     axis.set_ylabel("action freshness (ms)")
 
 
