@@ -219,6 +219,7 @@ class Policy:
             startup_timeout_s: Optional[float] = None, smooth_seam: int = 0, stitch: Optional[str] = None,
             align_chunks: bool = False, pacer: Optional[Pacer] = None, control_hz: Optional[float] = None,
             episode_id: Optional[str] = None, instruction: Optional[str] = None, record: Any = None,
+            take_over: Optional[bool] = None, request_budget: Optional[float] = None,
             **options: Any) -> RunOutcome:
         """Drive the robot for at most `max_actions` actions (docs/CLIENT-LOOP.md)."""
         arguments = dict(locals())

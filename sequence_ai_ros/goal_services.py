@@ -15,13 +15,16 @@ NO_RUN = "no run in progress: nothing changed (a goal carries its own instructio
 
 
 class GoalServices:
-    def __init__(self, goals: GoalSlot, policy: Any, publish_instruction: Callable[[str], None]):
+    def __init__(self, goals: GoalSlot, policy: Any, publish_instruction: Callable[[str], None],
+                 log: Callable[[str], None]):
         self.goals, self.policy = goals, policy
         self._publish_instruction = publish_instruction  # the latched ~/instruction
+        self._log = log  # the node's logger (INFO): when a stop was asked, by the node's clock
 
     def set_instruction(self, request: Any, response: Any) -> Any:
         text = request.instruction
         response.accepted = False
+        self._log("instruction change requested (~/set_instruction)")
         with self.goals.locked() as run:  # not while the run's first observation takes its instruction
             if run is None:
                 response.previous, response.message = self.policy.instruction or "", NO_RUN
@@ -50,6 +53,7 @@ class GoalServices:
         if run is None:
             response.success, response.message = False, "no run in progress: nothing to interrupt"
             return response
+        self._log("stop requested: interrupted (~/interrupt)")
         run.stop("interrupted")
         response.success, response.message = True, "interrupted; the arm stops within one control period and holds"
         return response

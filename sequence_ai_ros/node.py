@@ -127,7 +127,8 @@ class PolicyNode(Node):
         )
         services = ReentrantCallbackGroup()
         self.goal_services = GoalServices(self.goals, self.policy,
-                                          lambda text: self.instruction_pub.publish(String(data=text)))
+                                          lambda text: self.instruction_pub.publish(String(data=text)),
+                                          self.get_logger().info)
         self.create_service(SetInstruction, "~/set_instruction", self.goal_services.set_instruction,
                             callback_group=services)
         self.create_service(Trigger, "~/interrupt", self.goal_services.interrupt, callback_group=services)
@@ -200,6 +201,8 @@ class PolicyNode(Node):
         return GoalResponse.REJECT
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
+        # Logged before the stop: the line's stamp is when the node took the request.
+        self.get_logger().info(f"stop requested: canceled (cancel of goal {bytes(goal_handle.goal_id.uuid).hex()})")
         self.goals.cancel(goal_handle)  # also a goal whose run has not begun yet
         return CancelResponse.ACCEPT
 
@@ -355,6 +358,7 @@ class PolicyNode(Node):
         self.warmup.close()
         run = self.goals.run
         if run is not None:
+            self.get_logger().info("stop requested: shutdown")
             run.stop("shutdown")
             self.goals.wait_idle(5.0)
         self.policy.close()

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from .._errors import InvalidArgument
 
-__all__ = ["budget_for_lateness", "check_budget", "default_budget", "expected_age_s", "expected_lateness_s",
+__all__ = ["MAX_IN_FLIGHT_BUDGET", "RequestCadence", "budget_for_lateness", "check_budget", "default_budget", "expected_age_s", "expected_lateness_s",
            "in_flight_for", "request_due"]
 
 
@@ -73,3 +73,48 @@ def budget_for_lateness(latency_s: float, chunk_s: float, margin: float = 1.2) -
 def in_flight_for(latency_s: float, budget: float) -> int:
     """How many requests are in flight at once at that budget (the prefetch's cap must allow it)."""
     return max(1, math.ceil(latency_s * budget))
+
+
+# Never more requests in flight than this with a budget, whatever it and the latency ask.
+MAX_IN_FLIGHT_BUDGET = 8
+
+
+class RequestCadence:
+    """When a run taking over on arrival starts its requests: every 1/budget seconds, the budget
+    set by run(request_budget=) or, by default, fixed from the first chunk's rate and window
+    (`default_budget`). Before it is known only the first request and the lead's go out."""
+
+    def __init__(self, budget: Optional[float]):
+        self.budget = budget
+        self.last_started: Optional[float] = None
+
+    def learn(self, hz: float, window: int) -> None:
+        if self.budget is None:
+            self.budget = default_budget(hz, window)
+
+    def started(self, at: float) -> None:
+        self.last_started = at
+
+    def next_start(self, now: float) -> Optional[float]:
+        """When the next request is due by the budget alone (None: not known yet)."""
+        if self.last_started is None:
+            return now
+        if self.budget is None:
+            return None
+        return max(now, self.last_started + 1.0 / self.budget)
+
+    def due(self, now: float, *, in_flight: int, buffered_s: float, lead_s: Optional[float],
+            latency_s: Optional[float], left_s: float) -> bool:
+        """Whether a request starts now. Never one whose answer would land after the run has
+        ended (`left_s`: the motion left to play; `latency_s` the estimate), nor past the in-flight
+        cap; else `request_due`'s rule (a budget not known yet: only the lead's)."""
+        if latency_s is not None and left_s <= latency_s:
+            return False
+        cap = MAX_IN_FLIGHT_BUDGET if latency_s is None or self.budget is None else \
+            min(MAX_IN_FLIGHT_BUDGET, in_flight_for(latency_s, self.budget) + 1)
+        if in_flight >= cap:
+            return False
+        if self.budget is None and self.last_started is not None:
+            return in_flight == 0 and lead_s is not None and buffered_s <= lead_s
+        return request_due(now, last_started=self.last_started, in_flight=in_flight, buffered_s=buffered_s,
+                           lead_s=lead_s, budget=self.budget or 1.0)

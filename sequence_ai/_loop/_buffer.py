@@ -42,6 +42,11 @@ class ActionBuffer:
         with self._lock:
             return self._rows[-1] if self._rows else None
 
+    def rows(self) -> List[Row]:
+        """The rows buffered, oldest first (a snapshot; the objects themselves)."""
+        with self._lock:
+            return list(self._rows)
+
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()

@@ -2,9 +2,10 @@
 
     while actions < max_actions:
         refill if the buffer is empty      (blocking; warm-wait before the first action; underruns)
-        take in the chunks that arrived    (stitched onto the motion in progress: _stitch.py)
+        take in the chunks that arrived    (taking over, or after the rows buffered: _arrival.py)
         stop on interrupt / max_seconds / until()
-        pop → validate → act → top up (start the requests _prefetch.py says are due) → pace
+        pop → validate → act → top up (start the requests _prefetch.py, or taking over _budget.py,
+                                      says are due) → pace
 
 observe, validate and act run on the calling thread; only HTTP runs on background threads.
 Every early ending holds exactly once (never on completion); an exception is re-raised after
@@ -21,13 +22,15 @@ from .._act._chunk import Prediction
 from .._errors import Unavailable
 from .._waiting import Interrupted
 from .._warming import WarmWait
+from ._arrival import Arrivals
+from ._budget import RequestCadence
 from ._instruction import InstructionLatch
 from ._observers import Observers, RunObserver
 from ._outcome import RunOutcome, RunProgress, RunTally
 from ._prefetch import PrefetchRule
 from ._refill import InFlight, Refills
 from ._settings import RunSettings
-from ._stitch import Action, Join, RowKind, Stitcher, seam_jump
+from ._stitch import Action
 
 __all__ = ["ControlLoop"]
 
@@ -53,7 +56,6 @@ class ControlLoop:
         self._latch = latch
         self.interrupted = interrupted
         self._warm_wait = warm_wait
-        self._layout = layout
         self.started = time.monotonic()
         self.deadline = None if settings.max_seconds is None else self.started + settings.max_seconds
         self.actions = 0
@@ -63,9 +65,11 @@ class ControlLoop:
         self.running = False
         self.ended: Optional[float] = None
         self.final: Optional[RunOutcome] = None
+        self.stalled_at: Optional[float] = None  # the stall in progress began then
         self._resets_at_start = refills.episode_resets
-        self.stitcher = Stitcher(settings.stitch, settings.open_loop_horizon, settings.smooth_seam)
         self.prefetch = PrefetchRule(settings)
+        self.cadence = RequestCadence(settings.request_budget)
+        self.arrivals = Arrivals(settings, refills, self.cadence, layout)
 
     # -- small helpers ---------------------------------------------------------------------
 
@@ -98,14 +102,23 @@ class ControlLoop:
         flight = self.r.submit(observation, instruction=instruction, timeout_s=timeout_s,
                                episode_id=self.s.episode_id, options=self.s.options, actions_done=self.actions,
                                swap_since=swap_since)
+        flight.held_s = self.tally.underrun_s
+        self.cadence.started(flight.fetch.started_at)
         self.tally.instruction = flight.instruction
         self.watch.sent(flight)
         return flight
 
     def top_up(self) -> None:
-        """Start the requests the prefetch rule says are due now."""
+        """Start the requests the prefetch rule (taking over: the cadence) says are due now."""
         hz = self.hz()
         lead = self.r.latency.lead_s(hz)
+        if self.s.take_over:
+            now, left = time.monotonic(), (self.s.max_actions - self.actions) / hz
+            if self.cadence.due(now, in_flight=len(self.r.in_flight), buffered_s=len(self.r.buffer) / hz, lead_s=lead,
+                                latency_s=self.r.latency.estimate_s,
+                                left_s=left if self.deadline is None else min(left, self.deadline - now)):
+                self.r.queue(self.submit())
+            return
         due = self.prefetch.start_now(actions=self.actions, buffered=len(self.r.buffer),
                                       in_flight=len(self.r.in_flight), per_chunk=self.r.steps_per_chunk,
                                       lead_rows=None if lead is None else lead * hz)
@@ -195,52 +208,39 @@ class ControlLoop:
         """The buffer is dry at a tick and the next chunk is not here: hold, never coast."""
         self.watch.status("waiting")
         if self.actions > 0:
+            self.stalled_at = time.monotonic()
             self.watch.stalled()
 
     def count_underrun(self, wait_s: float) -> None:
+        self.stalled_at = None
         self.restart_schedule()
         self.tally.underrun(wait_s)
         self.watch.resumed(wait_s)
         self.watch.status("running")
 
     def collect_arrived(self, flight: Optional[InFlight]) -> None:
-        """Pipelined or lookahead > 1: append `flight`, which has arrived, and every chunk arrived
-        after it, in order. A request that failed stays at the head: its error is raised when its
-        rows are due (the rows buffered ahead of it were computed from good answers and still play)."""
+        """Pipelined or lookahead > 1: install `flight`, which has arrived, and every chunk arrived after
+        it, in order. A failed request stays at the head: its error is raised when its rows are due."""
         while flight is not None:
             self.install(self.result_of(flight), flight)
             flight = self.r.take_arrived()
 
     # -- a chunk arrives -------------------------------------------------------------------
 
-    def join(self, prediction: Prediction, flight: InFlight, append: bool) -> Join:
-        """How the chunk meets the motion in progress: its rows to buffer, stitched (_stitch.py)."""
-        chunk = prediction.action_chunk
-        ahead = len(self.r.buffer) if append else 0
-        last = (self.r.buffer.last() if ahead else None) or self.last_action
-        kind = RowKind.of(chunk.action_space, self._layout(), chunk.action_dim)
-        join = self.stitcher.join(chunk.steps, kind, late=self.actions + ahead - flight.actions_at_submit, last=last,
-                                  q_obs=flight.joints, first_of_run=self.tally.chunks == 0,
-                                  window=chunk.open_loop_horizon)
-        if self.actions > 0:
-            self.tally.seam(seam_jump(last, join.raw_first))
-        for action in join.rows:
-            action.rid, action.chunk, action.observed_at = flight.trace.rid, self.tally.chunks, flight.observed_at
-            action.instruction = flight.instruction
-        join.rows[0].swap_since = flight.swap_since
-        return join
-
     def install(self, prediction: Prediction, flight: InFlight, warmup_s: Optional[float] = None) -> None:
-        """What happens when a chunk arrives: joined to the motion, buffered, learned from."""
-        chunk = prediction.action_chunk
-        append = self.s.lookahead != 1
-        join = self.join(prediction, flight, append)
-        self.r.install(join.rows, chunk=chunk, append=append)
+        """What happens when a chunk arrives: joined to the motion (_arrival.py), buffered, learned from."""
+        chunk, now = prediction.action_chunk, time.monotonic()
+        self.r.learn_rate()  # the rows' moments are at the model's rate from the first chunk on
+        held = self.tally.underrun_s + (0.0 if self.stalled_at is None else now - self.stalled_at)
+        joined = self.arrivals.rows_for(chunk, flight, actions=self.actions, last=self.last_action, held_s=held,
+                                        hz=self.hz(), now=now, chunks=self.tally.chunks)
+        self.tally.seam(joined.seam)
+        self.r.install(joined.rows, chunk=chunk, append=joined.append)
         self.prefetch.installed()
         self.r.record(flight, prediction, warmup_s=warmup_s)
         self.tally.chunks += 1
         self.tally.action_space = chunk.action_space
-        self.watch.answered(flight, prediction, join.rows)
+        self.watch.answered(flight, prediction, joined.rows)
 
     def start_when_carried(self) -> None:
         """Before the first action: wait until the prefetch rule says the first action can go (the
@@ -256,6 +256,7 @@ class ControlLoop:
     def played(self, action: Any) -> None:
         self.last_action = action
         self.actions += 1
+        self.tally.played(action)
         if self._on_played is not None:
             self._on_played(action)
         since = action.swap_since if isinstance(action, Action) else None
@@ -274,7 +275,8 @@ class ControlLoop:
         self.watch.started(model=self.r.model, episode_id=s.episode_id, control_hz=s.control_hz or self.r.hz,
                            instruction=self._latch.value)
         interrupted, buffer, collect = self.interrupted, self.r.buffer, s.lookahead != 1
-        due, arrived = self.prefetch.due, self.r.take_arrived
+        due = (lambda _: True) if s.take_over else self.prefetch.due  # the cadence is checked every tick
+        arrived = self.r.take_arrived
         try:
             self.watch.status("starting")
             while self.actions < s.max_actions:
@@ -299,6 +301,8 @@ class ControlLoop:
                 if s.validate is not None and not s.validate(action):
                     reason = "validate"
                     break
+                if isinstance(action, Action):
+                    action.played_at = time.monotonic()
                 s.act(action)
                 self.played(action)
                 if self.actions == 1:

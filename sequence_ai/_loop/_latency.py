@@ -13,14 +13,24 @@ a jittery link asks for more lead than a steady one of the same mean. See docs/C
 has one: `seed()` keeps it as the estimate until the first sample, which replaces it. Without it a
 run that starts on the rows a warm-up predict() left has nothing to time its first request by, and
 stops twice at its start above the window (issue #23).
+
+The newest chunk taking over on arrival (`_takeover.py`) needs a bound, not an average: how late
+the next chunk may still be, so the rows taken from the one arriving last until it lands.
+`latest_s()` is the 90th percentile of the last 32 samples (fewer than 8: the estimate plus
+the larger of 2.5 mean deviations and a fifth of it).
 """
 
 from __future__ import annotations
 
+import math
 import threading
-from typing import Optional
+from collections import deque
+from typing import Deque, Optional
 
 __all__ = ["RefillLatency"]
+
+RECENT = 32  # samples latest_s() reads
+_FEW = 8  # below this many, latest_s() is the estimate and its margins
 
 
 class RefillLatency:
@@ -32,6 +42,7 @@ class RefillLatency:
         self._deviation = 0.0
         self._samples = 0
         self._seeded = False  # the estimate is a seed(), not a sample
+        self._recent: Deque[float] = deque(maxlen=RECENT)
         self._lock = threading.Lock()
 
     @property
@@ -54,6 +65,7 @@ class RefillLatency:
                 self._deviation += 0.25 * (abs(sample_s - self._estimate) - self._deviation)
                 self._estimate = self._keep * self._estimate + (1.0 - self._keep) * sample_s
             self._samples += 1
+            self._recent.append(sample_s)
 
     def seed(self, service_s: float) -> None:
         """A service time seen outside run() (predict()): the estimate until the first sample, which
@@ -76,3 +88,15 @@ class RefillLatency:
             if self._estimate is None:
                 return None
             return 1.25 * self._estimate + 2.0 * self._deviation + 1.0 / hz
+
+    def latest_s(self) -> Optional[float]:
+        """How late a refill may still come: the 90th percentile of the recent samples, or with
+        fewer than 8 the estimate (a seed counts) plus max(2.5 × mean deviation, 0.2 × estimate).
+        None with no estimate."""
+        with self._lock:
+            if len(self._recent) >= _FEW:
+                ordered = sorted(self._recent)
+                return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
+            if self._estimate is None:
+                return None
+            return self._estimate + max(2.5 * self._deviation, 0.2 * self._estimate)

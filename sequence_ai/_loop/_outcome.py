@@ -4,9 +4,9 @@ and `RunTally`, what the control loop counts as it goes, that both are made from
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, List, Optional
 
-__all__ = ["REASONS", "RunOutcome", "RunProgress", "RunTally"]
+__all__ = ["REASONS", "RunOutcome", "RunProgress", "RunTally", "Spread"]
 
 REASONS = ("completed", "until", "timeout", "interrupted", "validate")  # plus "raised:<Class>"
 
@@ -31,6 +31,12 @@ class RunOutcome:
     recording_frames_dropped: int = 0
     # run(record=...): the write error that stopped the recording (a full disk), "" when none
     recording_error: str = ""
+    # how old the observation behind each action was when it played, and how long after the moment
+    # its row was computed for it played (issue #23), seconds; None when no action said
+    age_p50_s: Optional[float] = None
+    age_max_s: Optional[float] = None
+    lateness_p50_s: Optional[float] = None
+    lateness_max_s: Optional[float] = None
 
     @property
     def stopped_early(self) -> bool:
@@ -40,6 +46,8 @@ class RunOutcome:
         parts = [f"{self.actions} actions over {self.chunks} chunks in {self.elapsed_s:.1f}s"]
         if self.underruns:
             parts.append(f"{self.underruns} underruns ({self.underrun_s:.2f}s)")
+        if self.age_p50_s is not None and self.lateness_p50_s is not None:
+            parts.append(f"age p50 {self.age_p50_s:.2f}s, late p50 {self.lateness_p50_s:.2f}s")
         if self.instruction_swaps:
             lag = self.max_instruction_lag_s or 0.0
             parts.append(f"{self.instruction_swaps} instruction swaps (max lag {lag:.2f}s)")
@@ -69,6 +77,44 @@ class RunProgress:
     warming_waited_s: float = 0.0
     warming_eta_s: Optional[float] = None
     refill_latency_s: Optional[float] = None
+    age_p50_s: Optional[float] = None
+    age_max_s: Optional[float] = None
+    lateness_p50_s: Optional[float] = None
+    lateness_max_s: Optional[float] = None
+
+
+class Spread:
+    """The median and the largest of a run's per-action figures (seconds), in bounded memory: a
+    histogram of 1 ms bins from −1 s to 9 s (a value outside counts in the end bin; the largest is
+    kept exactly). Added to on the loop's thread, read from any (a torn read is one action off)."""
+
+    LOW, BIN, BINS = -1.0, 0.001, 10000
+
+    def __init__(self) -> None:
+        self._counts: List[int] = [0] * self.BINS
+        self.count = 0
+        self.largest: Optional[float] = None
+
+    def add(self, value: float) -> None:
+        if value != value:  # NaN
+            return
+        i = min(self.BINS - 1, max(0, int((value - self.LOW) / self.BIN)))
+        self._counts[i] += 1
+        self.count += 1
+        if self.largest is None or value > self.largest:
+            self.largest = value
+
+    def median(self) -> Optional[float]:
+        """The p50, to the millisecond (the middle of its bin); None before the first value."""
+        count = self.count
+        if not count:
+            return None
+        seen, half = 0, (count + 1) // 2
+        for i, n in enumerate(self._counts):
+            seen += n
+            if seen >= half:
+                return round(self.LOW + (i + 0.5) * self.BIN, 4)
+        return self.largest
 
 
 class RunTally:
@@ -81,6 +127,20 @@ class RunTally:
         self.max_jump: Optional[float] = None
         self.action_space: Optional[str] = None  # of the last installed chunk
         self.instruction: Optional[str] = None  # the one the run's last request carried
+        self.age = Spread()
+        self.lateness = Spread()
+
+    def played(self, action: Any) -> None:
+        """An Action that just played: its age and lateness (rows that do not say are skipped)."""
+        age, late = getattr(action, "age_s", None), getattr(action, "lateness_s", None)
+        if age is not None:
+            self.age.add(age)
+        if late is not None:
+            self.lateness.add(late)
+
+    def freshness(self) -> dict:
+        return {"age_p50_s": self.age.median(), "age_max_s": self.age.largest,
+                "lateness_p50_s": self.lateness.median(), "lateness_max_s": self.lateness.largest}
 
     def underrun(self, wait_s: float) -> None:
         self.underruns += 1
@@ -99,7 +159,7 @@ class RunTally:
             actions=actions, chunks=self.chunks, elapsed_s=elapsed_s, reason=reason, underruns=self.underruns,
             underrun_s=self.underrun_s, episode_resets=episode_resets, max_seam_jump=self.max_jump,
             action_space=self.action_space, instruction_swaps=self.swaps, max_instruction_lag_s=self.max_lag,
-            observe_s=self.observe_s, recording_frames_dropped=frames_dropped,
+            observe_s=self.observe_s, recording_frames_dropped=frames_dropped, **self.freshness(),
         )
 
     def progress(self, *, running: bool, actions: int, buffered: int, elapsed_s: float, warm: Any,
@@ -111,4 +171,5 @@ class RunTally:
             underruns=self.underruns, underrun_s=self.underrun_s, instruction=self.instruction, warming=active,
             warming_waited_s=warm.waited_s if warm and active else 0.0,
             warming_eta_s=warm.eta_s if warm and active else None, refill_latency_s=refill_latency_s,
+            **self.freshness(),
         )

@@ -55,6 +55,7 @@ class InFlight:
     swap_since: Optional[float] = None  # a new instruction goes with this request (set at this time)
     instruction: Optional[str] = None  # the instruction in force it carries
     joints: Optional[List[float]] = None  # the joint positions the robot reported: q_ref of its rows
+    held_s: float = 0.0  # the run's time held for late chunks when the observation was taken
 
     def service_s(self) -> Optional[float]:
         """Refill latency without one-off costs (admission, reconnect backoff): what the
@@ -157,19 +158,28 @@ class Refills:
         finally:
             self._blocking = None
 
+    def learn_rate(self) -> Optional[float]:
+        """The model's rate (_chunk.model_rate: never a chunk's claim), once an answer has come."""
+        self.hz = model_rate(self.worker.declared_action, self._cached_row())
+        return self.hz
+
     def install(self, rows: List[Any], *, chunk: ActionChunk, append: bool) -> None:
         self.buffer.install(rows, append=append)
-        self.steps_per_chunk = len(rows)
-        self.hz = model_rate(self.worker.declared_action, self._cached_row())  # never the chunk's claim
+        self.steps_per_chunk = len(rows) or self.steps_per_chunk
+        self.learn_rate()
 
     def record(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None,
                learn: bool = True) -> None:
         """A served answer: the latency estimate learns its service time (`learn`: run() only —
-        predict() does not count, WIRE.md §7.7), and telemetry reports it."""
+        predict() does not count, WIRE.md §7.7, but seeds an estimate that has no sample yet),
+        and telemetry reports it."""
         self.served = True
         service = flight.service_s()
-        if learn and service is not None:
-            self.latency.record(service)
+        if service is not None:
+            if learn:
+                self.latency.record(service)
+            else:
+                self.latency.seed(service)  # the best guess a run that follows has (issue #23)
         if warmup_s is not None:
             prediction.perf["warmup_ms"] = round(warmup_s * 1000.0, 2)
         total = None if flight.fetch.finished_at is None else flight.fetch.finished_at - flight.fetch.started_at

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from .._errors import InvalidArgument, InvalidArgumentType
+from ._budget import check_budget
 from ._instruction import check_instruction
 from ._pacing import MonotonicPacer, Pacer
 from ._stitch import STITCH_MODES
@@ -55,6 +56,8 @@ class RunSettings:
     options: Mapping[str, Any]
     hold_on_underrun: bool  # on_underrun takes no argument: called when a stall begins
     record: Any = None  # a file path or a sequence_ai.recording.Recorder: record the run (docs/RECORDING.md)
+    take_over: bool = False  # resolved: the newest chunk replaces the rows not yet played (_takeover.py)
+    request_budget: Optional[float] = None  # requests per second with take_over (None: _budget.default_budget)
 
     @property
     def pipelined(self) -> bool:
@@ -93,6 +96,12 @@ class RunSettings:
         a["pacer"] = a["pacer"] if a["pacer"] is not None else MonotonicPacer()
         a["episode_id"] = a["episode_id"] or uuid.uuid4().hex
         a["hold_on_underrun"] = a["on_underrun"] is not None and _takes_no_argument(a["on_underrun"])
+        a["take_over"] = _take_over(a.get("take_over"), a)
+        a["request_budget"] = check_budget(a.get("request_budget"))
+        if a["request_budget"] is not None and not a["take_over"]:
+            raise InvalidArgument("request_budget needs the newest chunk to take over on arrival (take_over=None or "
+                                  "True, with lookahead='auto', prefetch=True and stitch='continue'); "
+                                  "the appending rule starts one request per window")
         return cls(instruction=instruction, **a)
 
 
@@ -116,6 +125,19 @@ def _stitch_mode(stitch: Optional[str], align_chunks: bool) -> str:
     if align_chunks and stitch != "align":
         raise InvalidArgument(f"align_chunks=True contradicts stitch={stitch!r}; pass one of them")
     return stitch
+
+
+def _take_over(value: Any, a: Mapping[str, Any]) -> bool:
+    """take_over: None (on wherever it can be), True (on, or an error naming what prevents it),
+    False (the appending rule: each chunk played after the rows buffered)."""
+    if value is not None and not isinstance(value, bool):
+        raise InvalidArgument(f"take_over must be True, False or None (got {value!r})")
+    against = [f"{name}={a[name]!r}" for name, want in (("lookahead", AUTO), ("prefetch", True), ("stitch", "continue"))
+               if a[name] != want]
+    if value and against:
+        raise InvalidArgument(f"take_over=True needs lookahead='auto', prefetch=True and stitch='continue' "
+                              f"(got {', '.join(against)})")
+    return not against if value is None else value
 
 
 def _takes_no_argument(callback: Callable[..., Any]) -> bool:

@@ -47,7 +47,7 @@ Row = List[float]
 class Action(list):
     """One row to play: the floats act() receives, plus where they came from."""
 
-    __slots__ = ("chunk", "instruction", "observed_at", "q_ref", "rid", "row", "swap_since")
+    __slots__ = ("chunk", "due_at", "instruction", "observed_at", "played_at", "q_ref", "rid", "row", "swap_since")
 
     def __init__(self, values: Sequence[float], row: int, q_ref: Optional[Row] = None):
         super().__init__(values)
@@ -58,6 +58,22 @@ class Action(list):
         self.observed_at: Optional[float] = None  # monotonic time of the chunk's observation
         self.swap_since: Optional[float] = None  # a new instruction went with this chunk's request
         self.instruction: Optional[str] = None  # the instruction in force its request carried
+        self.due_at: Optional[float] = None  # the moment it was computed for: observed_at + row/hz
+        self.played_at: Optional[float] = None  # when the loop handed it to act() (monotonic)
+
+    @property
+    def age_s(self) -> Optional[float]:
+        """How old the observation behind it was when it played (None: not played, or unknown)."""
+        if self.played_at is None or self.observed_at is None:
+            return None
+        return self.played_at - self.observed_at
+
+    @property
+    def lateness_s(self) -> Optional[float]:
+        """How long after the moment it was computed for it played (0: on time)."""
+        if self.played_at is None or self.due_at is None:
+            return None
+        return self.played_at - self.due_at
 
     def target(self, joints: int) -> Optional[Row]:
         """The joint target this row commands on a position controller, if one can be told."""
@@ -209,16 +225,28 @@ def _continue(positions: List[Row], before: Row, picked: range, late: int, previ
     position for the moment it plays, and never past where the chunk is heading."""
     n = len(picked)
     ahead = _Heading(positions)
+    fastest = _fastest_steps(positions, positions[picked[0]], previous)
     current, out = list(before), []
     for k, i in enumerate(picked):
         anchor = positions[late + k] if late + k < len(positions) else ahead.position(late + k - len(positions) + 1)
         w = ANCHOR * (k + 1) / n
         moved = [c + (p - q) for c, p, q in zip(current, positions[i], previous)]
         moved = [m + w * (a - m) for m, a in zip(moved, anchor)]
+        # the pull never makes a joint faster than the chunk itself ever moves it
+        moved = [c + max(-f, min(f, m - c)) for m, c, f in zip(moved, current, fastest)]
         current = ahead.bound(moved, current)
         previous = positions[i]
         out.append(current)
     return out
+
+
+def _fastest_steps(positions: List[Row], first: Row, previous: Row) -> Row:
+    """Per joint, the largest step the chunk takes: between consecutive rows, and from `previous`
+    (where its first picked row moves from) to that row, `first`."""
+    fastest = [abs(a - b) for a, b in zip(first, previous)]
+    for before, row in zip(positions, positions[1:]):
+        fastest = [max(f, abs(a - b)) for f, a, b in zip(fastest, row, before)]
+    return fastest
 
 
 class _Heading:

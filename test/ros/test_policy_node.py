@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from eventually import wait_until
-from ros_harness import Planner, start_arm
+from ros_harness import Planner, log_stamps, logged_at, start_arm
 from sequence_ai_ros.action import Act
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -51,12 +51,22 @@ def test_the_timer_thread_always_and_the_goal_thread_while_driving_run_under_sch
 
 
 def test_stale_camera_stops_the_run_holds_and_says_which(ros, policy_node, platform):
-    process, arm, planner = start_arm(ros, policy_node, platform, max_image_age_s=0.6)
+    """Timed by DDS source stamps, both taken where the samples were written: the last wrist_left
+    frame this process published (read back by a subscription of its own) and the node's hold."""
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import Image
+
+    max_age_s = 0.6
+    process, arm, planner = start_arm(ros, policy_node, platform, max_image_age_s=max_age_s)
+    frames = []  # when each wrist_left frame was published
+    watch = ros.node.create_subscription(Image, f"{arm.ns}/cameras/wrist_left/image_raw",
+                                         lambda _m, info: frames.append(info["source_timestamp"] * 1e-9),
+                                         qos_profile_sensor_data)
     handle = planner.send("pick up the red cube", max_seconds=10.0)
     assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
     arm.silent_views.add("wrist_left")
-    silenced = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
     response = Planner.result(handle)
+    ros.node.destroy_subscription(watch)
     outcome = response.result.outcome
     assert response.status == 6  # GoalStatus.STATUS_ABORTED
     assert response.result.status == Act.Result.STATUS_STALE_INPUT
@@ -64,7 +74,11 @@ def test_stale_camera_stops_the_run_holds_and_says_which(ros, policy_node, platf
     # When the node published its last command (the hold), not when it arrived here: this process
     # may receive reliable samples late, after a repair.
     assert wait_until(lambda: len(arm.sent_at) >= outcome.actions + 1, 5.0)
-    assert max(arm.sent_at) - silenced <= 0.6 + STOP_BOUND_S + 0.2
+    held_after = max(arm.sent_at) - max(frames)
+    # Not before the frame was stale (its age counts from its arrival, after its publish); then
+    # within a stop (a frame this best-effort subscription missed would add a period).
+    assert max_age_s <= held_after <= max_age_s + STOP_BOUND_S + 0.3, \
+        f"held {held_after:.3f}s after the last frame (limit {max_age_s}s)"
 
 
 def test_over_limit_actions_are_refused_before_publishing(ros, policy_node, platform):
@@ -218,14 +232,15 @@ def test_shutdown_mid_run_holds_once_reports_shutdown_and_the_api_key_never_appe
     # Ctrl-C mid-run: one hold, outcome shutdown.
     planner.send("pick up the red cube", max_seconds=20.0)
     assert wait_until(lambda: len(arm.command_log()) > 5, 10.0)
-    stopped = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    before = len(log_stamps(process, "stop requested: shutdown"))
     assert process.stop() == 0
     assert wait_until(lambda: planner.outcomes, 5.0), "no outcome published before the node went down"
     outcome = planner.outcomes[-1]
     assert outcome.reason == "shutdown" and outcome.held
     stamps = arm.settled_stamps(outcome.actions + 1)  # the last may still be on their way here
     assert len(stamps) >= outcome.actions + 1
-    after = [t for t in stamps if t >= stopped]  # published after the stop, by the node's stamps
+    stopped = logged_at(process, "stop requested: shutdown", before)  # the node's clock, as it took the signal
+    after = [t for t in stamps if t >= stopped]  # published after it, by the node's stamps
     assert 1 <= len(after) <= 3 and after[-1] - stopped <= 2.0
 
     # The whole life of the node, start to shutdown: neither the key nor the worker's secret in
@@ -270,7 +285,6 @@ def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(
     try:
         process, arm, planner = start_arm(ros, policy_node, platform, use_sim_time=True)
         feedback = []
-        sent = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
         response = Planner.result(planner.send("pick up the red cube", max_seconds=max_seconds, feedback=feedback))
     finally:
         simulator.kill()
@@ -287,8 +301,10 @@ def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(
     # after 2 s, on the wall clock, before the node bounded it by the ROS clock).
     assert response.status == 4 and result.status == Act.Result.STATUS_TIMEOUT, result.message
     assert result.outcome.reason == "timeout" and result.outcome.held
-    wall = published[-1] - sent
-    assert 2 * max_seconds * 0.85 <= wall <= 2 * max_seconds + 1.5, f"a {max_seconds:g} s goal took {wall:.2f} s of wall time"
+    # By the node's stamps, first command to hold: a little short of the goal (its first chunk came
+    # first), so the lower bound has room for a slow first request on a loaded machine.
+    wall = published[-1] - published[0]
+    assert 2 * max_seconds * 0.75 <= wall <= 2 * max_seconds + 1.5, f"a {max_seconds:g} s goal took {wall:.2f} s of wall time"
     # elapsed_s is simulated time too, in the outcome and in the feedback.
     assert max_seconds <= result.outcome.elapsed_s <= max_seconds + 0.5, result.outcome.elapsed_s
     assert feedback and max(fb.elapsed_s for _, fb in feedback) <= max_seconds + 0.5, [fb.elapsed_s for _, fb in feedback]

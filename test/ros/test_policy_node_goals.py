@@ -16,7 +16,7 @@ import time
 
 import pytest
 from eventually import wait_until
-from ros_harness import Planner, node_for_the_module
+from ros_harness import Planner, log_stamps, logged_at, node_for_the_module
 from sequence_ai_ros.action import Act
 from sequence_ai_ros.srv import SetInstruction
 
@@ -24,8 +24,21 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 HZ = 15.0
 PERIOD = 1.0 / HZ
-# Generous bound for "within one control period" on a loaded 2-core machine.
+# Generous bound for "within one control period" on a loaded 2-core machine: from when the node
+# took the stop (its log line's stamp) to its hold's publish (the hold's DDS source stamp), both
+# the node's wall clock, whatever this process's scheduling did to sending or receiving them.
 STOP_BOUND_S = 2 * PERIOD + 0.15
+
+
+def assert_stopped_and_held(arm, outcome, asked: float, what: str) -> None:
+    """Every command `outcome` counts and then one hold arrived (this process may receive them late:
+    waited for), and by the node's publish stamps the last came within STOP_BOUND_S of `asked`."""
+    stamps = arm.settled_stamps(outcome.actions + 1)
+    assert len(stamps) == outcome.actions + 1, "one command per action, then one hold"
+    after = [t for t in stamps if t >= asked]
+    assert after, f"no hold was published after the node took the {what}"
+    assert after[-1] - asked <= STOP_BOUND_S, f"last command {after[-1] - asked:.3f}s after the node took the {what}"
+    assert len(after) <= 3, f"{len(after)} commands after the {what}"
 
 
 @pytest.fixture(scope="module")
@@ -123,18 +136,28 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
 
 
 def test_instruction_change_reaches_the_worker_within_lookahead_plus_one_chunks(shared, platform):
+    """Judged by the product's clocks, all the same host's wall clock but the last: when the node took
+    the call (its log line's stamp) and announced the change on ~/instruction (that message's DDS
+    source stamp, as the service returns), the worker's request log (arrival times), and the
+    client's own lag from set_instruction to the first request carrying it (max_instruction_lag_s)."""
     from std_srvs.srv import Trigger
 
     ros, process, arm, planner = shared
     handle = moving_goal(planner, arm, 4.0, commands=10)
-    called_at = time.time()
+    published_before = len(planner.instructions)
+    before = len(log_stamps(process, "instruction change requested"))
     reply = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
     again = planner.call(planner.set_instruction, SetInstruction.Request(instruction="open the top drawer"))
     assert reply.accepted and reply.previous == "pick up the red cube"
     assert again.accepted and "ignored" in again.message
-    assert time.time() - called_at < 1.0, "set_instruction must return at once"
+    asked = logged_at(process, "instruction change requested", before)  # the node took the call
+    # ... and announced the change on ~/instruction as it answered (the repeat announces nothing).
+    assert wait_until(lambda: "open the top drawer" in planner.instructions[published_before:], 5.0)
+    changed = planner.instruction_stamps[planner.instructions.index("open the top drawer", published_before)]
+    assert changed - asked < 0.5, f"set_instruction took {changed - asked:.3f}s: it must return at once"
     result = Planner.result(handle).result
-    after = [r for r in platform.requests(limit=500) if r["time"] >= called_at]
+    # The worker's log from when the node took the change (any request carrying it was built after).
+    after = [r for r in platform.requests(limit=500) if r["time"] >= asked]
     old_first = 0
     for record in after:
         if record.get("instruction") == "open the top drawer":
@@ -143,10 +166,14 @@ def test_instruction_change_reaches_the_worker_within_lookahead_plus_one_chunks(
     else:
         pytest.fail(f"the new instruction never reached the worker: {[r.get('instruction') for r in after]}")
     assert old_first <= 1 + 1, f"{old_first} requests still carried the old instruction"
+    # The arm kept moving through the change (by the node's publish stamps).
+    assert wait_until(lambda: len(arm.sent_at) >= result.outcome.actions + 1, 5.0)
+    assert len([t for t in arm.sent_at if t > changed]) >= 5, "the arm stopped while the instruction changed"
     assert result.outcome.instruction_swaps == 1, "one change, and the goal's own instruction is none"
-    assert result.outcome.max_instruction_lag_s < 3.0
+    # The client's own clock: from set_instruction to the first request carrying it, about a chunk
+    # (8 actions at 15 Hz = 0.53 s), with room for a loaded machine.
+    assert result.outcome.max_instruction_lag_s < 1.5, result.outcome.max_instruction_lag_s
     assert result.outcome.final_instruction == "open the top drawer"
-    assert "open the top drawer" in planner.instructions
     # With no run, both services refuse and change nothing: a goal carries its own instruction.
     assert wait_until(lambda: planner.instructions[-1] == "open the top drawer", 3.0)
     idle = planner.call(planner.set_instruction, SetInstruction.Request(instruction="wave"))
@@ -161,39 +188,28 @@ def test_interrupt_service_stops_within_one_control_period_and_holds(shared, pla
 
     ros, process, arm, planner = shared
     handle = moving_goal(planner, arm, 10.0, commands=10)
-    called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    before = len(log_stamps(process, "stop requested: interrupted"))
     reply = planner.call(planner.interrupt, Trigger.Request())
     assert reply.success
     response = Planner.result(handle)
     assert response.status == 6  # GoalStatus.STATUS_ABORTED: the goal's client did not cancel it
     assert response.result.status == Act.Result.STATUS_INTERRUPTED
     assert response.result.outcome.reason == "interrupted" and response.result.outcome.held
-    # Every command the outcome counts, and the hold, may reach this process late (it now and
-    # then stalls for a second or more): wait for them all, then time them by when the node
-    # published them (DDS source stamps), not by when they arrived.
-    stamps = arm.settled_stamps(response.result.outcome.actions + 1)
-    assert len(stamps) == response.result.outcome.actions + 1, "one command per action, then one hold"
-    after = [t for t in stamps if t >= called]
-    assert after, "no hold was published"
-    assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the interrupt"
-    assert len(after) <= 3, f"{len(after)} commands after the interrupt"
+    asked = logged_at(process, "stop requested: interrupted", before)  # the node's clock, as it took the call
+    assert_stopped_and_held(arm, response.result.outcome, asked, "interrupt")
 
 
 def test_goal_cancel_stops_within_one_control_period_and_holds(shared, platform):
     ros, process, arm, planner = shared
     handle = moving_goal(planner, arm, 10.0, commands=10)
-    called = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    before = len(log_stamps(process, "stop requested: canceled"))
     assert planner.cancel(handle), "the cancel request was not answered"
     response = Planner.result(handle)
     assert response.status == 5  # GoalStatus.STATUS_CANCELED
     assert response.result.status == Act.Result.STATUS_CANCELED
     assert response.result.outcome.reason == "canceled" and response.result.outcome.held
-    stamps = arm.settled_stamps(response.result.outcome.actions + 1)  # as above
-    assert len(stamps) == response.result.outcome.actions + 1, "one command per action, then one hold"
-    after = [t for t in stamps if t >= called]  # the node's publish times, as above
-    assert after, "no hold was published"
-    assert after[-1] - called <= STOP_BOUND_S, f"last command {after[-1] - called:.3f}s after the cancel"
-    assert len(after) <= 3, f"{len(after)} commands after the cancel"
+    asked = logged_at(process, "stop requested: canceled", before)
+    assert_stopped_and_held(arm, response.result.outcome, asked, "cancel")
     assert planner.outcomes and planner.outcomes[-1].reason == "canceled"
 
 
@@ -205,18 +221,15 @@ def test_estop_stops_within_one_control_period_holds_and_refuses_goals_until_rel
     ros, process, arm, planner = shared
     estop = ros.node.create_publisher(Bool, f"{arm.ns}/estop", ESTOP_QOS)
     handle = moving_goal(planner, arm, 10.0, commands=10)
-    pressed = time.time()  # wall clock, like the node's publish stamps (arm.sent_at)
+    before = len(log_stamps(process, "e-stop pressed by"))
     estop.publish(Bool(data=True))
     response = Planner.result(handle)
     assert response.status == 6  # GoalStatus.STATUS_ABORTED
     assert response.result.status == Act.Result.STATUS_ESTOP
     outcome = response.result.outcome
     assert outcome.reason == "estop" and outcome.held
-    stamps = arm.settled_stamps(outcome.actions + 1)  # by the node's publish stamps, as above
-    assert len(stamps) == outcome.actions + 1, "one command per action, then one hold"
-    after = [t for t in stamps if t >= pressed]
-    assert after and after[-1] - pressed <= STOP_BOUND_S, f"last command {after[-1] - pressed:.3f}s after the e-stop"
-    assert len(after) <= 3, f"{len(after)} commands after the e-stop"
+    pressed = logged_at(process, "e-stop pressed by", before)  # logged as the node took the press
+    assert_stopped_and_held(arm, outcome, pressed, "e-stop")
     assert "e-stop" in planner.rejected("pick up the red cube", max_seconds=2.0)
     assert wait_until(lambda: planner.diagnostics is not None and planner.diagnostics.level == b"\x02", 5.0), \
         "diagnostics do not say the e-stop is engaged"

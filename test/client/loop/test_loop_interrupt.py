@@ -38,9 +38,11 @@ def _run_in_thread(policy, robot, **kwargs):
 
 def _interrupt_and_time(policy, robot, thread):
     """Seconds from interrupt() to the run's hold() call (when the loop made it, not when this
-    thread saw it); the loop acted at most once more (an action in progress) and not after it."""
-    asked = time.monotonic()
+    thread saw it); the loop acted at most once more (an action in progress) and not after it.
+    Timed from when interrupt() had returned: a stamp taken before it would count the actions of
+    any time this thread lost between the two to the loop (lenient on the latency, never flaky)."""
     policy.interrupt()
+    asked = time.monotonic()
     assert wait_until(lambda: robot.holds > 0, timeout_s=10.0), "hold never ran"
     thread.join(10.0)
     assert sum(t > asked for t in robot.act_times) <= 1, "acted on after the interrupt"

@@ -22,10 +22,7 @@ def warm_up(policy, how: str) -> None:
 @pytest.mark.parametrize("how", [
     "cold",
     "act",
-    pytest.param("predict", marks=pytest.mark.xfail(
-        strict=True, reason="#23 phase B: Refills.record() must seed the latency estimate with predict()'s "
-                            "service time (RefillLatency.seed); with no estimate the run plays predict()'s rows "
-                            "without a request in flight and stops twice (~L, then ~L - W)")),
+    "predict",
 ])
 def test_a_run_starts_without_stopping_whatever_came_before_it(platform, how):
     platform.fault("latency", ms=700, jitter=0.2)

@@ -95,6 +95,18 @@ def test_the_seam_never_steps_the_arm_back_nor_jumps(late_s):
     assert max(steps) <= 1.5 * STEP + 1e-12  # and no jump: at most half a step more than the chunk's own
 
 
+def test_the_pull_toward_the_chunk_never_moves_a_joint_faster_than_the_chunk_does():
+    # The arm is far behind where the chunk puts it (0.5 rad: a stale observation, a slow arm):
+    # the pull toward the chunk's own position would take big steps; each is capped at the chunk's
+    # fastest (STEP), so the arm catches up over time instead of lurching.
+    last = Action([-0.5, -0.5, 0.5], 0)
+    taken = take_over([], Arrival(steady(0.0), ABSOLUTE, 10.0, [0.0, 0.0]), last=last, now=10.7, hz=HZ, keep=8)
+    path = [float(last[0]), *targets(taken.rows)]
+    steps = [b - a for a, b in zip(path, path[1:])]
+    assert max(steps) <= STEP + 1e-12, [round(s / STEP, 2) for s in steps]
+    assert min(steps) > 0  # and it still moves on
+
+
 def test_displacement_rows_keep_their_values_and_their_targets_continue_the_last_one():
     # joint_delta: row i is the displacement from the observation's joints (0.1, 0.1)
     rows = [[(i + 1) * STEP, (i + 1) * STEP, 0.5] for i in range(ROWS)]
