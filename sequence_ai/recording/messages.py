@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import __version__
 
-__all__ = ["TOPICS"]
+__all__ = ["FRESHNESS", "TOPICS"]
 
 Built = List[Tuple[str, str, Dict[str, Any], int]]
 
@@ -58,6 +58,11 @@ def time_msg(ns: int) -> Dict[str, int]:
 
 def _nan(value: Optional[float]) -> float:
     return math.nan if value is None else float(value)
+
+
+def known(value: Any) -> Optional[float]:
+    """A measured number as a float, or None where there is none (None, NaN: not known)."""
+    return None if value is None or value != value else float(value)
 
 
 def run_started(log_ns: int, model: str, episode_id: str, control_hz: Optional[float], joint_names: Sequence[str],
@@ -139,9 +144,10 @@ def answer(log_ns: int, sent_ns: int, rid: str, steps: Sequence[Sequence[float]]
     return [(TOPICS["chunk"], "sequence_ai_record/ActionChunk", message, log_ns)]
 
 
-def command(log_ns: int, row: Sequence[float], rid: str, row_index: int, action_index: int) -> Built:
+def command(log_ns: int, row: Sequence[float], rid: str, row_index: int, action_index: int,
+            age_s: Optional[float] = None, lateness_s: Optional[float] = None) -> Built:
     message = {"header": header(log_ns), "rid": rid, "row_index": int(row_index), "action_index": action_index,
-               "values": [float(v) for v in row]}
+               "values": [float(v) for v in row], "age_s": _nan(age_s), "lateness_s": _nan(lateness_s)}
     return [(TOPICS["command"], "sequence_ai_record/Command", message, log_ns)]
 
 
@@ -150,8 +156,11 @@ def hold(log_ns: int, reason: str, actions: int) -> Built:
                                                          "actions": actions}, log_ns)]
 
 
+# How fresh the played actions were (RunOutcome and RunProgress): age = played_at - observed_at,
+# lateness = played_at - the moment the row was computed for.
+FRESHNESS = ("age_p50_s", "age_max_s", "lateness_p50_s", "lateness_max_s")
 _PROGRESS = ("running", "actions", "chunks", "buffered", "elapsed_s", "underruns", "underrun_s", "instruction",
-             "warming", "warming_waited_s", "warming_eta_s", "refill_latency_s")
+             "warming", "warming_waited_s", "warming_eta_s", "refill_latency_s", *FRESHNESS)
 
 
 def progress_fields(progress: Any) -> Dict[str, Any]:
@@ -175,7 +184,7 @@ def progress(log_ns: int, fields: Mapping[str, Any]) -> Built:
 
 
 _OUTCOME = ("reason", "actions", "chunks", "elapsed_s", "underruns", "underrun_s", "episode_resets", "max_seam_jump",
-            "action_space", "instruction_swaps", "max_instruction_lag_s", "observe_s")
+            "action_space", "instruction_swaps", "max_instruction_lag_s", "observe_s", *FRESHNESS)
 
 
 def outcome_fields(outcome: Any, message: str, held: Optional[bool], final_instruction: Optional[str],

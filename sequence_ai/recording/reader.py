@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .messages import CAMERA_PREFIX, TOPICS
+from .messages import CAMERA_PREFIX, FRESHNESS, TOPICS, known
 from .sink import STATS_METADATA, require_mcap
 from .walk import Budget, CutShort, ReadLimits, RecordingRefused, records
 
@@ -30,6 +30,8 @@ class Command:
     rid: str
     row_index: int
     action_index: int
+    age_s: Optional[float] = None  # its chunk's observation to act(); None: not known, or a file from before
+    lateness_s: Optional[float] = None  # act() past the moment the row was computed for; None likewise
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,8 @@ def _decoded(record: RunRecord, channel: Any, message: Any, decoders: Dict[int, 
 def _take(record: RunRecord, topic: str, log_ns: int, message: Any) -> None:
     if topic == TOPICS["command"]:
         record.commands.append(Command(log_ns, tuple(message.values), message.rid, message.row_index,
-                                       message.action_index))
+                                       message.action_index, known(getattr(message, "age_s", None)),
+                                       known(getattr(message, "lateness_s", None))))
     elif topic == TOPICS["chunk"]:
         dims = message.steps.layout.dim
         width = dims[1].size if len(dims) > 1 else 0
@@ -182,10 +185,18 @@ def _take(record: RunRecord, topic: str, log_ns: int, message: Any) -> None:
     elif topic == TOPICS["arm"]:
         record.arm_commands.append(message)
     elif topic == TOPICS["feedback"]:
-        record.feedback.append(message)
+        record.feedback.append(_with_freshness(message))
     elif topic == TOPICS["run"]:
         record.run = message
     elif topic == TOPICS["outcome"]:
-        record.outcome, record.outcome_ns = message, log_ns
+        record.outcome, record.outcome_ns = _with_freshness(message), log_ns
     elif topic.startswith(CAMERA_PREFIX):
         record.frames.append(Frame(log_ns, message.header.frame_id, message.format, bytes(message.data)))
+
+
+def _with_freshness(message: Any) -> Any:
+    """The actions' freshness fields of an outcome or progress message as RunOutcome has them:
+    a float, or None where not known (NaN in the file, or a file written before them)."""
+    for name in FRESHNESS:
+        setattr(message, name, known(getattr(message, name, None)))
+    return message

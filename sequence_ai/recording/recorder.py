@@ -74,6 +74,7 @@ class Recorder:
         self._joint_names, self._views, self._extra = tuple(joint_names), tuple(camera_views), dict(extra or {})
         self._actions = 0
         self._warned = False
+        self._run_outcome: Any = None  # run_ended()
 
     # -- context manager -----------------------------------------------------------------------
 
@@ -155,10 +156,13 @@ class Recorder:
         self._queue(m.answer, self.stamp_ns(t), self.stamp_ns(sent_t), rid, steps, latency_s, action_space,
                     control_hz, first_row, installed, tuple(warnings), error)
 
-    def command(self, row: Sequence[float], *, rid: str = "", row_index: int = 0, t: Optional[float] = None) -> None:
-        """One action handed to the robot: row `row_index` of the chunk that answered `rid`."""
+    def command(self, row: Sequence[float], *, rid: str = "", row_index: int = 0, age_s: Optional[float] = None,
+                lateness_s: Optional[float] = None, t: Optional[float] = None) -> None:
+        """One action handed to the robot: row `row_index` of the chunk that answered `rid`; its age
+        (seconds from its chunk's observation to act()) and lateness (past the moment the row was
+        computed for), where known."""
         self._actions += 1
-        self._queue(m.command, self.stamp_ns(t), tuple(row), rid, row_index, self._actions)
+        self._queue(m.command, self.stamp_ns(t), tuple(row), rid, row_index, self._actions, age_s, lateness_s)
 
     def hold(self, reason: str, t: Optional[float] = None) -> None:
         self._queue(m.hold, self.stamp_ns(t), reason, self._actions)
@@ -173,6 +177,12 @@ class Recorder:
         """A RunProgress (or anything with its fields), e.g. each action-feedback message."""
         self._queue(m.progress, self.stamp_ns(t), m.progress_fields(progress))
 
+    def run_ended(self, outcome: Any) -> None:
+        """The client's RunOutcome of a run recorded into this Recorder by run(record=...), which
+        leaves the outcome to the Recorder's owner. Writes nothing: an outcome written later
+        without the actions' freshness (the ROS node's message) takes it from this one."""
+        self._run_outcome = outcome
+
     def outcome(self, outcome: Any, *, message: str = "", held: Optional[bool] = None,
                 final_instruction: Optional[str] = None, t: Optional[float] = None) -> None:
         """How the run ended: a RunOutcome, or the node's RunOutcome message (anything with their
@@ -180,6 +190,9 @@ class Recorder:
         outcome's own, else "every ending but completed". The frame counts are the recording's own."""
         fields = m.outcome_fields(outcome, message, held, final_instruction, self._sink.frames_recorded,
                                   self._sink.frames_dropped)
+        for name in m.FRESHNESS:  # the node's message does not carry them: the client's outcome does
+            if m.known(fields[name]) is None:
+                fields[name] = getattr(self._run_outcome, name, None)
         self._queue(m.outcome, self.stamp_ns(t), fields)
         if not self._sink.closed:
             self._sink.put_metadata("sequence_ai.outcome", lambda: {k: "" if v is None else str(v) for k, v in fields.items()})

@@ -116,8 +116,11 @@ class RunRecording(RunObserver):
 
     @_never_raises
     def played(self, action: Any) -> None:
-        """`action` went to act(); a stitched Action knows its request and row."""
-        self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0))
+        """`action` went to act(); a stitched Action knows its request and row, when it was
+        handed over (`played_at`), and how old and how late it was then."""
+        self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0),
+                              age_s=getattr(action, "age_s", None), lateness_s=getattr(action, "lateness_s", None),
+                              t=getattr(action, "played_at", None))
 
     @_never_raises
     def stalled(self) -> None:
@@ -140,6 +143,8 @@ class RunRecording(RunObserver):
             if self.owned:
                 self.recorder.outcome(outcome, held=held)
                 self.close()
+            else:
+                self.recorder.run_ended(outcome)
         except Exception as exc:
             log.error("finishing the recording failed (%s: %s)", type(exc).__name__, exc)
         error = self.recorder.error or ""

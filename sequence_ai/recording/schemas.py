@@ -55,7 +55,10 @@ _DEFINITIONS: Dict[str, Tuple[str, List[str]]] = {
          "std_msgs/MultiArrayDimension"]),
     "sequence_ai_record/Command": (
         "# One action handed to the robot, with the chunk row it came from.\n"
-        "std_msgs/Header header\nstring rid\nuint32 row_index\nuint32 action_index\nfloat64[] values\n",
+        "std_msgs/Header header\nstring rid\nuint32 row_index\nuint32 action_index\nfloat64[] values\n"
+        "# seconds from its chunk's observation to act(), and past the moment the row was computed for\n"
+        "# (observation + row / control Hz); NaN: not known\n"
+        "float64 age_s\nfloat64 lateness_s\n",
         ["std_msgs/Header", "builtin_interfaces/Time"]),
     "sequence_ai_record/Hold": (
         "# The arm was told to hold: underrun (a late chunk) or the run's ending.\n"
@@ -65,7 +68,9 @@ _DEFINITIONS: Dict[str, Tuple[str, List[str]]] = {
         "# A progress snapshot (the node's action feedback). NaN: not known.\n"
         "std_msgs/Header header\nbool running\nuint32 actions\nuint32 chunks\nuint32 buffered\nfloat64 elapsed_s\n"
         "uint32 underruns\nfloat64 underrun_s\nstring instruction\nbool warming\nfloat64 warming_waited_s\n"
-        "float64 warming_eta_s\nfloat64 refill_latency_s\n",
+        "float64 warming_eta_s\nfloat64 refill_latency_s\n"
+        "# the actions played so far: age (observation to act()) and lateness, median and largest, s\n"
+        "float64 age_p50_s\nfloat64 age_max_s\nfloat64 lateness_p50_s\nfloat64 lateness_max_s\n",
         ["std_msgs/Header", "builtin_interfaces/Time"]),
     "sequence_ai_record/RunOutcome": (
         "# How the run ended (sequence_ai.RunOutcome), plus what the recording kept. NaN: not measured.\n"
@@ -74,7 +79,10 @@ _DEFINITIONS: Dict[str, Tuple[str, List[str]]] = {
         "string action_space\nuint32 instruction_swaps\nfloat64 max_instruction_lag_s\nfloat64 observe_s\n"
         "# whether a hold ended the run, and the instruction in force at the end\nbool held\nstring final_instruction\n"
         "# camera frames written to the file, and dropped because the disk could not keep up\n"
-        "uint32 frames_recorded\nuint32 frames_dropped\n",
+        "uint32 frames_recorded\nuint32 frames_dropped\n"
+        "# the actions' age (observation to act()) and lateness (past the moment each row was computed\n"
+        "# for): median and largest, seconds\n"
+        "float64 age_p50_s\nfloat64 age_max_s\nfloat64 lateness_p50_s\nfloat64 lateness_max_s\n",
         ["std_msgs/Header", "builtin_interfaces/Time"]),
 }
 

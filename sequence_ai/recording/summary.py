@@ -27,6 +27,10 @@ class RunSummary:
     seams_s: Tuple[float, ...]  # seconds after the start at which a new chunk's first action played
     held: Tuple[Tuple[float, float, str], ...]  # (from s, to s, reason): to the next action, or the end
     instruction_changes: Tuple[Tuple[float, str], ...]
+    # of the actions that carry them (a file from before has none): observation to act(), and past
+    # the moment each row was computed for
+    ages_s: Tuple[float, ...] = ()
+    latenesses_s: Tuple[float, ...] = ()
 
     @property
     def held_s(self) -> float:
@@ -56,7 +60,9 @@ def summarize(record: RunRecord) -> RunSummary:
         start_ns=start, duration_s=s(last) if start is not None else 0.0, actions=len(record.commands),
         requests=len(record.requests), answers=len(answered), failed=len(record.answers) - len(answered),
         latencies_s=tuple(a.latency_s for a in answered), seams_s=tuple(seams), held=tuple(held),
-        instruction_changes=tuple((s(t), text) for t, text in record.instructions))
+        instruction_changes=tuple((s(t), text) for t, text in record.instructions),
+        ages_s=tuple(c.age_s for c in record.commands if c.age_s is not None),
+        latenesses_s=tuple(c.lateness_s for c in record.commands if c.lateness_s is not None))
 
 
 def _percentile(values: List[float], q: float) -> float:
@@ -81,13 +87,17 @@ def command_series(record: RunRecord) -> Tuple[List[int], List[Sequence[float]],
 
 
 def out_of_range(record: RunRecord) -> Tuple[int, Optional[Tuple[str, int, float]]]:
-    """How many commanded values and request latencies are not finite or beyond ±VALUE_LIMIT (the
-    plot leaves them out), and the first: (what, time ns, value)."""
+    """How many commanded values, request latencies and actions' ages and lateness are not finite
+    or beyond ±VALUE_LIMIT (the plot leaves them out), and the first: (what, time ns, value)."""
     def values() -> Iterator[Tuple[str, int, float]]:
         times, rows, _ = command_series(record)
         for t_ns, row in zip(times, rows):
             yield from (("a command", t_ns, float(v)) for v in row)
         yield from (("a request latency", a.t_ns, float(a.latency_s)) for a in record.answers)
+        for c in record.commands:
+            yield from ((what, c.t_ns, value) for what, value in (("an action's age", c.age_s),
+                                                                  ("an action's lateness", c.lateness_s))
+                        if value is not None)
 
     count, first = 0, None
     for what, t_ns, value in values():
@@ -119,6 +129,11 @@ def summary_lines(record: RunRecord) -> List[str]:
         ms = [v * 1000.0 for v in summary.latencies_s]
         lines.append(f"request latency: p50 {_percentile(ms, 0.5):.0f} ms, p95 {_percentile(ms, 0.95):.0f} ms, "
                      f"max {max(ms):.0f} ms")
+    for what, values in (("action age (observation to act())", summary.ages_s),
+                         ("action lateness (act() past the moment its row was for)", summary.latenesses_s)):
+        ms = [v * 1000.0 for v in values if in_range(v)]
+        if ms:
+            lines.append(f"{what}: p50 {_percentile(ms, 0.5):.0f} ms, max {max(ms):.0f} ms")
     if summary.held:
         reasons = sorted({reason for _, _, reason in summary.held})
         lines.append(f"held {summary.held_s:.2f} s over {len(summary.held)} holds ({', '.join(reasons)})")

@@ -2,8 +2,10 @@
 
 Top: each joint command over time (as the ROS node published it, where the file has that; else
 each action as handed to act()), with chunk seams (thin grey lines), held time (shaded) and
-instruction changes (red dashed). Bottom: every request as a bar from when it was sent to when
-its answer arrived, at the height of its latency; failed requests as red crosses.
+instruction changes (red dashed). Middle: every request as a bar from when it was sent to when
+its answer arrived, at the height of its latency; failed requests as red crosses. Bottom: each
+action's age (its chunk's observation to act()) and lateness (act() past the moment its row was
+computed for), where the file has them (a file written before them: an empty panel that says so).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, List, Optional, Sequence, Union
 from .reader import RunRecord
 from .summary import RunSummary, command_series, in_range, summarize
 
-__all__ = ["plot_timeline"]
+__all__ = ["plot_timeline", "timeline_figure"]
 
 MAX_SERIES = 64  # joint lines drawn (a wider command is a fault, not an arm)
 MAX_LABELS = 20  # instruction changes annotated with their text (the rest: the line only)
@@ -25,6 +27,21 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     """Write the timeline PNG of `record` to `path` and return the path. Values not finite or
     beyond ±VALUE_LIMIT are left out (a gap in their line); `summary.out_of_range` counts them.
     Everything is drawn as a few collections, so a file of many events draws in bounded time."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = timeline_figure(record, title=title)
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def timeline_figure(record: RunRecord, *, title: Optional[str] = None) -> Any:
+    """The timeline as a matplotlib Figure of three axes (commands, request latency, the actions'
+    age and lateness), not yet written; the caller closes it (`matplotlib.pyplot.close`)."""
     try:
         import matplotlib
     except ImportError:
@@ -39,9 +56,8 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     def s(ns: int) -> float:
         return (ns - start) / 1e9
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
+    fig, (ax, bx, cx) = plt.subplots(3, 1, figsize=(11, 9), sharex=True,
+                                     gridspec_kw={"height_ratios": [3, 1.3, 1.3]})
     times_ns, rows, names = command_series(record)
     times = [s(t) for t in times_ns]
     if rows:
@@ -58,7 +74,7 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
                                      facecolors="tab:orange", alpha=0.25, linewidths=0, transform=across),
                       autolim=False)
     changes = summary.instruction_changes
-    for axis in (ax, bx):
+    for axis in (ax, bx, cx):
         axis.add_collection(LineCollection([[(t, 0), (t, 1)] for t, _ in changes], colors="crimson",
                                            linestyles="--", linewidths=1.4, transform=axis.get_xaxis_transform()),
                             autolim=False)
@@ -87,13 +103,33 @@ def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[
     bx.autoscale_view()
     bx.set_ylabel("request latency (ms)\nsent → answered")
     bx.set_ylim(bottom=0)
-    bx.set_xlabel("seconds since the run started (held: shaded, seams: grey)")
+    _freshness(cx, record, s)
+    cx.set_xlabel("seconds since the run started (held: shaded, seams: grey)")
     ax.set_ylabel("command as published (joint units)" if record.arm_commands else "action as played")
     ax.set_title(title or _title(record, summary), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def _freshness(axis: Any, record: RunRecord, s: Any) -> None:
+    """Each action's age and lateness (ms) at the time it was handed to act(), with the zero line:
+    lateness below it is a row played before the moment it was computed for."""
+    times = [s(c.t_ns) for c in record.commands]
+    drawn = False
+    for name, color, values in (("age: observation → act()", "tab:purple", [c.age_s for c in record.commands]),
+                                ("lateness: act() − its row's moment", "tab:green",
+                                 [c.lateness_s for c in record.commands])):
+        if any(v is not None for v in values):
+            axis.plot(times, [math.nan if v is None else _drawable(v * 1000.0) for v in values], lw=1.0,
+                      marker=".", ms=2, color=color, label=name)
+            drawn = True
+    axis.axhline(0.0, color="0.5", lw=0.6)
+    if drawn:
+        axis.legend(loc="upper right", fontsize=7)
+    else:
+        axis.text(0.5, 0.5, "no action age or lateness in this file (none played, or recorded before they were)",
+                  ha="center", va="center", transform=axis.transAxes, fontsize=8, color="0.4")
+    axis.set_ylabel("action freshness (ms)")
 
 
 def _drawable(value: float) -> float:

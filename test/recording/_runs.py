@@ -34,6 +34,7 @@ class SentRun:
     rids: List[str] = field(default_factory=list)
     chunks: Dict[str, List[List[float]]] = field(default_factory=dict)
     commands: List[Tuple[List[float], str, int]] = field(default_factory=list)
+    freshness: List[Tuple[float, float]] = field(default_factory=list)  # each command's (age_s, lateness_s)
     holds: List[str] = field(default_factory=list)
     instructions: List[str] = field(default_factory=list)
     outcome: Any = None
@@ -83,8 +84,10 @@ def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5, joints: 
             sent.holds.append("underrun")
         for r, row in enumerate(steps):
             t += 1 / 15
-            recorder.command(row, rid=rid, row_index=r, t=t)
+            age = t - sent_t  # the observation went with the request
+            recorder.command(row, rid=rid, row_index=r, age_s=age, lateness_s=age - r / 15, t=t)
             sent.commands.append((row, rid, r))
+            sent.freshness.append((age, age - r / 15))
             actions += 1
         recorder.feedback(RunProgress(running=True, actions=actions, chunks=k + 1, buffered=0, elapsed_s=t - sent.t0,
                                       instruction=instruction, refill_latency_s=0.15), t=t)

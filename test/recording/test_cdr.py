@@ -34,6 +34,7 @@ def _every_message():
         *m.answer(NS, NS - 150_000_000, "r-1", [[0.1, 0.2, 0.3]] * 4, 0.15, "joint_position", 15.0, 1, 3, ("w",), ""),
         *m.answer(NS, NS, "r-2", [], 0.4, "", math.nan, 0, 0, (), "Unavailable: worker down"),
         *m.command(NS, [1.0, 2.5, -3.0], "r-1", 2, 11),
+        *m.command(NS, [1.0], "r-1", 3, 12, 0.412, -0.0125),
         *m.hold(NS, "underrun", 11),
         *m.progress(NS, m.progress_fields(RunProgress(running=True, actions=4, instruction="pick",
                                                       refill_latency_s=0.2))),

@@ -81,6 +81,12 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
     assert (record.outcome.reason, record.outcome.actions, record.outcome.frames_dropped) == (
         "completed", result.outcome.actions, 0)
     assert record.outcome.final_instruction == "put it on the plate"
+    # How fresh each action was, as act() saw it (the client's side), and the run's figures in the
+    # node's outcome, which takes them from the client's RunOutcome (its own message has none).
+    assert all(c.age_s is not None and c.age_s >= 0 and c.lateness_s is not None for c in record.commands)
+    assert record.outcome.age_max_s == max(c.age_s for c in record.commands)
+    assert record.outcome.lateness_max_s == max(c.lateness_s for c in record.commands)
+    assert record.outcome.age_p50_s is not None and record.outcome.lateness_p50_s is not None
     extra = json.loads(record.run.extra_json)
     assert extra["node"].endswith("/sequence_ai_policy") and path.endswith(f"-{extra['goal_id'][:8]}.mcap")
     # `sequence-ai replay` reads it; its timeline (the demo's PNG) plots what was published.
