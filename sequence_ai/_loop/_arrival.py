@@ -101,19 +101,21 @@ class Arrivals:
         self.cadence.learn(hz, window)
         # Before the first action the arm is where it was observed: the chunk plays from its row 0.
         moment = flight.observed_at if actions == 0 else now - max(0.0, held_s - flight.held_s)
-        keep = rows_to_keep(now, self._next_chunk_due(now), hz, window)
+        keep = rows_to_keep(now, self._next_chunk_due(now, hz), hz, window)
         taken = take_over(self.r.buffer.rows(), Arrival(chunk.steps, kind, flight.observed_at, flight.joints),
                           last=last, now=moment, hz=hz, keep=keep)
         if taken is None:  # a buffered row is newer (answers are installed in the order asked): keep them
             return Joined([], True, None)  # appending nothing
         return Joined(taken.rows, False, seam_jump(last, taken.raw_first) if actions else None)
 
-    def _next_chunk_due(self, now: float) -> Optional[float]:
+    def _next_chunk_due(self, now: float, hz: float) -> Optional[float]:
         """When the chunk after the one arriving can be counted on: the next request in flight's
         start, else the next the budget will start, plus how late a refill may still come."""
         latest = self.r.latency.latest_s()
         if latest is None:
             return None
         head = self.r.head()
-        start = head.fetch.started_at if head is not None else self.cadence.next_start(now)
-        return None if start is None else start + latest
+        if head is not None:
+            return head.fetch.started_at + latest
+        start = self.cadence.next_start(now)  # it starts on a tick: up to a period after it is due
+        return None if start is None else start + latest + 1.0 / hz

@@ -63,7 +63,7 @@ def test_one_admission_and_one_connection_serve_a_whole_run(platform):
     reports = platform.reports()
     assert sum(_gateway(platform)["POST /v1/act/connect"].values()) == 1
     first = [r["client"]["first_after_connect"] for r in reports]
-    assert first.count(True) == 1 and len(first) >= 5
+    assert first.count(True) == 1 and len(first) >= 4  # one per window until the rows buffered end the run
 
 
 def test_request_ids_are_fresh_per_act_and_well_formed(platform):

@@ -184,3 +184,45 @@ def test_a_budget_that_is_not_a_positive_rate_is_one_clear_error(value):
     with pytest.raises(InvalidArgument, match="request_budget"):
         check_budget(value)
     assert check_budget(None) is None and check_budget(4) == 4.0
+
+
+def ticking(cadence, seconds: float, *, latency: float = 0.7, hz: float = HZ):
+    """Starts on 15 Hz ticks whatever the cadence says is due, as the loop does (each answered
+    `latency` later); returns the start times."""
+    starts, in_flight = [], []
+    for k in range(int(seconds * hz)):
+        now = k / hz
+        in_flight = [t for t in in_flight if t + latency > now]
+        if cadence.due(now, actions_left=10_000, deadline=None, in_flight=len(in_flight), buffered=10, hz=hz,
+                       lead_s=0.9, latency_s=latency):
+            cadence.started(now)
+            starts.append(now)
+            in_flight.append(now)
+    return starts
+
+
+@pytest.mark.parametrize("budget", [1.875, 4.0, 6.25])
+def test_the_cadence_spends_the_budget_though_requests_start_on_ticks(budget):
+    from sequence_ai._loop._budget import RequestCadence
+
+    starts = ticking(RequestCadence(budget), 60.0)
+    # one tick's rounding per request would make 4/s 3.75/s and 6.25/s 5/s at 15 Hz
+    assert len(starts) / 60.0 == pytest.approx(budget, rel=0.02), len(starts)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 1.0 / budget - 1.0 / HZ - 1e-9  # never a burst to catch up
+
+
+def test_the_cadence_starts_afresh_after_a_gap_and_keeps_to_the_run():
+    from sequence_ai._loop._budget import RequestCadence
+
+    cadence = RequestCadence(2.0)
+    cadence.started(0.0)
+    cadence.started(3.0)  # a long stall: no burst of the requests "missed" meanwhile
+    assert cadence.next_start(3.0) == pytest.approx(3.5)
+    common = dict(deadline=None, in_flight=0, hz=HZ, lead_s=0.9, latency_s=0.7)
+    assert cadence.due(4.0, actions_left=30, buffered=10, **common)
+    assert not cadence.due(4.0, actions_left=10, buffered=10, **common)  # the rows buffered end the run
+    assert not cadence.due(4.0, actions_left=9, buffered=0, **common)  # its answer would land after the end
+    # below 1/budget a refill is not joined by a second request (one slow to come back, a reconnect)
+    assert not cadence.due(4.0, actions_left=30, buffered=10, **{**common, "in_flight": 1, "latency_s": 0.3})
+    assert cadence.due(4.0, actions_left=30, buffered=10, **{**common, "in_flight": 1})  # 0.7 s: two in flight
