@@ -149,7 +149,7 @@ def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.6, 0.7,
         if latency > bench_latency.WINDOW_S:
             planned.append(("node append", APPENDING, 400))
         if before and abs(latency - 0.7) < 1e-9:
-            planned.append(("node before", BEFORE, 300))
+            planned.append(("node before", BEFORE, 300))  # with take_over false, which lookahead 1 needs
         for name, overrides, seed in planned:
             entry[name] = result = case(latency, seconds, overrides, seed + index)
             log(f"  ros latency {latency:g}s {name}: {summary(result)}")

@@ -204,7 +204,7 @@ def budget_curves(result: dict) -> Curves:
     for latency, runs in sorted((result.get("budgets") or {}).items()):
         default = next((e.get("ours") for e in result["latencies"] if e["latency_s"] == latency), None)
         curve = [("default", default)] if usable(default) else []
-        out[latency] = curve + [(f"{b:g}/s", r) for b, r in sorted(runs.items()) if usable(r)]
+        out[latency] = curve + [(f"{b:.3g}/s", r) for b, r in sorted(runs.items()) if usable(r)]
     return out
 
 
@@ -216,7 +216,7 @@ def budget_rows(result: dict, curves: Curves) -> List[Row]:
     rows: List[Row] = []
     for latency, runs in sorted((result.get("budgets") or {}).items()):
         metric = f"budget curve at latency {latency:g} s ±20 %: requests/s → age p50, lateness p50"
-        rows += [Row(f"{metric}, budget {b:g}/s: the run failed", f"error: {r['error']}"[:200], verdict="FAIL")
+        rows += [Row(f"{metric}, budget {b:.3g}/s: the run failed", f"error: {r['error']}"[:200], verdict="FAIL")
                  for b, r in sorted(runs.items()) if "error" in r]
         rows += [Row(f"{metric}, budget {name}", f"{r['requests_per_s']:.2f} req/s: age {r['age_p50_s']:.2f} s, "
                      f"lateness {r['lateness_p50_s']:.2f} s, held {r['held_share'] * 100:.1f} %")
@@ -224,12 +224,12 @@ def budget_rows(result: dict, curves: Curves) -> List[Row]:
     real = bench_latency.REAL
     point = budget_for_lateness(real, CHUNK_S)
     metric = f"budget curve at latency {real:g} s ±20 %, at the goal's budget"
-    goal = f"lateness p50 ≤ 1/hz = {1 / HZ:.3f} s at budget {point:.2f}/s = 1/(H/hz − 1.2·L)"
+    goal = f"lateness p50 ≤ 1/hz = {1000 / HZ:.1f} ms at budget {point:.2f}/s = 1/(H/hz − 1.2·L)"
     if real not in (result.get("budgets") or {}):
         return [*rows, Row(metric, f"not run: no run at {real:g} s", goal=goal, verdict="FAIL")]
     at_point = usable(result["budgets"][real].get(point))
     rows.append(Row(metric, "n/a (the run failed)" if at_point is None else
-                    f"lateness p50 {at_point['lateness_p50_s']:.3f} s ({at_point['requests_per_s']:.2f} req/s)",
+                    f"lateness p50 {at_point['lateness_p50_s'] * 1000:.1f} ms ({at_point['requests_per_s']:.2f} req/s)",
                     goal=goal, verdict=verdict(at_point is not None and at_point["lateness_p50_s"] <= 1.0 / HZ)))
     return rows
 
@@ -269,9 +269,8 @@ def plot_budget_curves(curves: Curves, path: str, title: str) -> None:
     axes.set_ylabel("seconds")
     axes.set_title(title, fontsize=10)
     axes.set_ylim(bottom=0)
-    axes.legend(fontsize=7, ncol=2)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    axes.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))  # below: clear of the curves
+    figure.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(figure)
 
 
