@@ -354,7 +354,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 # -- the document ----------------------------------------------------------------------------------
 
-def write_budget_curve(curves, folder: str, args) -> None:
+def write_budget_curve(curves: dict, folder: str, args: argparse.Namespace) -> None:
     """The budget curve beside the document: budget-table.md (docs/CLIENT-LOOP.md refers to it) and
     budget-curve.png, both from this run."""
     if not curves:
