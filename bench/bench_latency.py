@@ -10,15 +10,16 @@ seeded) has a local platform of its own serving the stand-in behind that delay
 (`bench_policy.delayed`). The clients, per latency:
 
 * ours        — `run()` with its defaults;
-* ours append — today's rule, each chunk appended behind the rows buffered (`take_over=False`,
-  once run() has the setting; until then the default *is* that rule and this run is left out);
+* ours append — the rule before #23, each chunk appended behind the rows buffered (`take_over=False`);
 * ours la=1   — `run(lookahead=1, stitch="none")`: this client before pipelining (stop and go);
 * peer        — the public sequence-ai 0.20.0 with its defaults.
 
 At 0.7 s also: the same clients on a platform whose stand-in's goal sweeps (`policies.sweeping`),
 for the RMS distance between the arm and the moving goal; ours (and the appending rule) with four
-set_instruction() swaps, for the instruction lag; and ours at the budgets of `budgets()`, once
-run() has `request_budget` (until then skipped, and said so).
+set_instruction() swaps, for the instruction lag. At each latency above the window also ours at the
+budgets of `budgets()` (`request_budget=`), for the budget curve: for the full length at 0.7 s (the
+goal's latency), for `OTHER_BUDGET_SHARE` of it at the others (every run is a process of its own and
+they all run at once on the machine's cores: fewer seconds there spare the runs beside them).
 
 Per run: held share (underrun_s / elapsed), requests per second of motion (chunks over actions/hz),
 the age of the observation behind each action when acted, the lateness of each row (when it played
@@ -30,7 +31,6 @@ the median step while moving, and with the fixed goal the time until every joint
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -51,26 +51,23 @@ HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]  # sequence_ai_ros/sim_robot.py
 SETTLE_RAD = 0.02
 INSTRUCTION = "put the red block in the bowl"
 SWAPPED_TO = "open the top drawer"
-TAKE_OVER, BUDGET = "take_over", "request_budget"  # run()'s settings for #23's rule and budget (phase B)
+APPENDING = {"take_over": False}  # the rule before #23, kept reachable for the comparison
 STOP_AND_GO = {"lookahead": 1, "stitch": "none"}
-REAL = 0.7  # the latency of the moving goal, the swaps and the budget curve
+REAL = 0.7  # the latency of the moving goal, the swaps and the budget curve's goal
+OTHER_BUDGET_SHARE = 0.5  # of the run's seconds, for the budget curve at the latencies other than REAL
 SWEEP_FROM_S = 10.0  # the arm has reached the sweep from home by then: RMS over the rest of the run
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_driver.py")
 
 
-def run_settings() -> set:
-    """The names of run()'s parameters in this checkout (which of phase B's settings exist)."""
-    from sequence_ai import Policy
-
-    return set(inspect.signature(Policy.run).parameters)
-
-
-def budgets() -> List[float]:
-    """The budget curve's budgets (requests/s): two between today's rate and the issue's goal
-    point 1/(H/hz − 1.2·L), and that point."""
+def budgets(latency: float) -> List[float]:
+    """The budget curve's budgets at `latency` (requests/s): two above the default's one per window
+    (1.875/s), and the issue's goal point 1/(H/hz − 1.2·L) where there is one (1.2·L < H/hz). The
+    client never has more than `MAX_IN_FLIGHT_BUDGET` (8) requests in flight, so a budget above 8/L
+    (the goal point at 0.8 s: 25/s) is spent at about 8/L."""
     from sequence_ai._loop._budget import budget_for_lateness
 
-    return [2.5, 4.0, budget_for_lateness(REAL, CHUNK_S)]
+    point = budget_for_lateness(latency, CHUNK_S)
+    return sorted({2.5, 4.0} | ({point} if point is not None else set()))
 
 
 @dataclass
@@ -84,11 +81,9 @@ class Case:
     swaps: List[list] = field(default_factory=list)
 
 
-def cases(seconds: float, latencies: Sequence[float], peer: Optional[str], settings: set,
-          swap_seconds: float) -> List[Case]:
-    appending = {TAKE_OVER: False} if TAKE_OVER in settings else None
-    clients = [("ours", True, {})] + ([("ours append", True, appending)] if appending is not None else [])
-    clients += [("ours la=1", True, STOP_AND_GO)] + ([("peer", False, {})] if peer else [])
+def cases(seconds: float, latencies: Sequence[float], peer: Optional[str], swap_seconds: float) -> List[Case]:
+    clients = [("ours", True, {}), ("ours append", True, APPENDING), ("ours la=1", True, STOP_AND_GO)]
+    clients += [("peer", False, {})] if peer else []
     out = [Case(f"{latency:g}", latency, name, ours, kwargs, seconds) for latency in latencies
            for name, ours, kwargs in clients]
     if REAL in latencies:
@@ -97,8 +92,10 @@ def cases(seconds: float, latencies: Sequence[float], peer: Optional[str], setti
         swaps = [[swap_seconds * (i + 1) / 5, SWAPPED_TO if i % 2 == 0 else INSTRUCTION] for i in range(4)]
         out += [Case(f"{REAL:g}", REAL, f"{name} swaps", True, kwargs, swap_seconds, swaps)
                 for name, ours, kwargs in clients if name in ("ours", "ours append")]
-        if BUDGET in settings:
-            out += [Case(f"{REAL:g}", REAL, f"budget {b:g}", True, {BUDGET: b}, seconds) for b in budgets()]
+    for latency in (x for x in latencies if x > WINDOW_S):
+        length = seconds if latency == REAL else seconds * OTHER_BUDGET_SHARE
+        out += [Case(f"{latency:g}", latency, f"budget {b:g}", True, {"request_budget": b}, length)
+                for b in budgets(latency)]
     return out
 
 
@@ -166,18 +163,17 @@ def closed_loop(log: list, goal: Sequence[float]) -> dict:
 def measure(seconds: float = 40.0, latencies: Sequence[float] = (0.05, 0.6, 0.7, 0.8), peer: Optional[str] = None,
             log=print, swap_seconds: float = 20.0) -> dict:
     """{"latencies": [{"latency_s", client name: figures, ...}], "sweep": {client: figures},
-    "swaps": {client: figures}, "budgets": {budget: figures}, "settings": what run() has}."""
+    "swaps": {client: figures}, "budgets": {latency: {budget: figures}} (the latencies above the window)}."""
     from sequence_ai.platform.policies import instruction_goal, sweep_goal  # importable once `common` set the path
 
-    settings = run_settings()
     goal = instruction_goal(INSTRUCTION)
     tmp = tempfile.mkdtemp(prefix="bench-latency-")
     frame_path = os.path.join(tmp, "frame.b64")
     with open(frame_path, "w") as handle:
         handle.write(common.jpeg_b64())
-    planned = cases(seconds, latencies, peer, settings, swap_seconds)
+    planned = cases(seconds, latencies, peer, swap_seconds)
     out: dict = {"latencies": [{"latency_s": latency} for latency in latencies], "sweep": {}, "swaps": {},
-                 "budgets": {}, "settings": sorted(settings & {TAKE_OVER, BUDGET})}
+                 "budgets": {}}
     with ExitStack() as stack:
         envs = {}
         for index, key in enumerate(dict.fromkeys(case.platform for case in planned)):
@@ -186,6 +182,7 @@ def measure(seconds: float = 40.0, latencies: Sequence[float] = (0.05, 0.6, 0.7,
             platform = stack.enter_context(common.bench_platform(latency, JITTER, seed=100 + index,
                                                                  stand_in="sweeping" if sweep else ""))
             envs[key] = {**os.environ, **platform.env()}
+        log(f"  {len(planned)} runs at once, the longest {max(case.seconds for case in planned):g} s")
         with ThreadPoolExecutor(max_workers=len(planned)) as pool:  # every run at once
             jobs = [(case, pool.submit(drive, sys.executable if case.ours else peer, envs[case.platform], frame_path,
                                        case)) for case in planned]
@@ -197,7 +194,7 @@ def measure(seconds: float = 40.0, latencies: Sequence[float] = (0.05, 0.6, 0.7,
                 elif case.swaps:
                     result = out["swaps"][case.name.replace(" swaps", "")] = figures(raw)
                 elif case.name.startswith("budget "):
-                    result = out["budgets"][case.kwargs[BUDGET]] = figures(raw)
+                    result = out["budgets"].setdefault(case.latency, {})[case.kwargs["request_budget"]] = figures(raw)
                 else:
                     entry = out["latencies"][list(latencies).index(case.latency)]
                     result = entry[case.name] = figures(raw, goal)

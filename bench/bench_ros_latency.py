@@ -9,17 +9,15 @@ machine), and `sim_robot` (the simulated arm: joint states at 100 Hz, two 448×2
 `config/demo.yaml`), each in its own process; this process is the planner: one `act` goal toward
 the instruction's goal from the arm's home pose, and the commands as they arrive.
 
-Cases: the node's defaults at each latency; today's appending rule (`take_over: false`, once the
-node has the parameter: config/policy.yaml names it) at each latency above the window; and at 0.7 s
-the node as it was before pipelining (`lookahead: 1`, `stitch: align`: the stop-and-go loop).
+Cases: the node's defaults at each latency; the appending rule from before #23 (`take_over: false`)
+at each latency above the window; and at 0.7 s the node as it was before pipelining (`lookahead: 1`,
+`stitch: align`, with `take_over: false`, which those need: the stop-and-go loop).
 Figures, as in bench_latency: held share (the outcome's underrun_s / elapsed_s), requests per second
 of motion (chunks ÷ actions/15), largest step between consecutive commanded targets ÷ the median
 step while moving, time from the goal to every joint settled within 0.02 rad of the goal, largest
-overshoot past the goal; and the age of the observation behind each command and its lateness (the
-command's time − (its request's observation + its row/hz)): p50 / max from the outcome once the
-node's RunOutcome carries them (`age_p50_s`, `lateness_p50_s`, #23 phase B), until then p50 / p99
-from the goal's recording (`record_dir`, docs/RECORDING.md), which adds the recorder's work to the
-node's (on this 2-core machine: settle and overshoot a little worse than unrecorded).
+overshoot past the goal; and the age of the observation behind each command and its lateness (when
+it played − the moment its row was for), p50 / max, from the goal's RunOutcome (`age_p50_s`,
+`age_max_s`, `lateness_p50_s`, `lateness_max_s`; NaN where the node knew none).
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_latency
@@ -38,24 +36,8 @@ import common
 HZ = 15.0
 SIM = {"image_width": 448, "image_height": 252, "camera_hz": 15.0, "joint_state_hz": 100.0}
 NODE = {"startup_timeout_s": 60.0, "max_image_age_s": 1.0, "max_joint_state_age_s": 0.5}
-BEFORE = {"lookahead": 1, "stitch": "align"}  # the node's loop before pipelining
-APPENDING = {bench_latency.TAKE_OVER: False}  # #23's appending rule, once the node has the parameter
-
-
-def node_settings() -> set:
-    """Which of #23's parameters the node has: those config/policy.yaml documents."""
-    from sequence_ai_ros.processes import config_path
-
-    with open(config_path("policy.yaml")) as handle:
-        text = handle.read()
-    return {name for name in (bench_latency.TAKE_OVER, bench_latency.BUDGET) if f"\n    {name}:" in text}
-
-
-def outcome_has_freshness() -> bool:
-    """Whether the node's RunOutcome message reports age and lateness (#23 phase B)."""
-    from sequence_ai_ros.msg import RunOutcome
-
-    return hasattr(RunOutcome(), "lateness_p50_s")
+APPENDING = {"take_over": False}  # the rule before #23, kept reachable for the comparison
+BEFORE = {"lookahead": 1, "stitch": "align", **APPENDING}  # the node's loop before pipelining
 
 
 def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: int,
@@ -73,13 +55,12 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
 
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
     tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
-    recording = {} if outcome_has_freshness() else {"record_dir": os.path.join(tmp, "recordings")}
     namespace = f"/latency_arm_{os.getpid()}_{seed}"
     with common.bench_platform(latency_s, bench_latency.JITTER, seed=seed) as platform:
         sim = NodeProcess("sim_robot", namespace=namespace, parameters=SIM, env=platform.env(),
                           log_path=os.path.join(tmp, "sim_robot.log"))
         node_process = NodeProcess("policy_node", namespace=namespace, params_files=[config_path("policy.yaml")],
-                                   parameters={**NODE, **recording, **overrides},
+                                   parameters={**NODE, **overrides},
                                    env=platform.env(),
                                    log_path=os.path.join(tmp, "policy_node.log"))
         spun = Spinning()
@@ -118,8 +99,6 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
             if not common.wait_until(answer.done, seconds * 3 + 30):
                 return {"error": "goal did not finish"}
             outcome = answer.result().result.outcome
-            if outcome.recording:
-                common.wait_until(lambda: _finished(outcome.recording), 30.0)
         finally:
             spun.close()
             node_process.stop()
@@ -138,47 +117,10 @@ def figures(moved: List[tuple], outcome) -> Dict[str, object]:
                                  "underruns": int(outcome.underruns), "underrun_s": float(outcome.underrun_s),
                                  "elapsed_s": float(outcome.elapsed_s), "reason": outcome.reason,
                                  "log": [(t, None, target, None, None, None) for t, target in moved]}, goal)
-    if hasattr(outcome, "lateness_p50_s"):  # the node reports them (#23 phase B)
-        for name in ("age", "lateness"):
-            run.pop(f"{name}_p99_s")
-            run.update({f"{name}_p50_s": getattr(outcome, f"{name}_p50_s"),
-                        f"{name}_max_s": getattr(outcome, f"{name}_max_s")})
-    elif outcome.recording:
-        ages, late = ages_and_lateness(outcome.recording)
-        run.update({"age_p50_s": common.percentile(ages, 50), "age_p99_s": common.percentile(ages, 99),
-                    "lateness_p50_s": common.percentile(late, 50), "lateness_p99_s": common.percentile(late, 99)})
+    del run["age_p99_s"], run["lateness_p99_s"]  # the node's own figures instead, over every command played
+    run.update({"age_p50_s": float(outcome.age_p50_s), "age_max_s": float(outcome.age_max_s),
+                "lateness_p50_s": float(outcome.lateness_p50_s), "lateness_max_s": float(outcome.lateness_max_s)})
     return run
-
-
-def ages_and_lateness(path: str) -> Tuple[List[float], List[float]]:
-    """Per command in the goal's recording: its age (its time − its request's observation) and its
-    lateness (its time − the moment its row was for). The observations are the recording's joint
-    states, one per request in order; a file where they do not pair up uses the requests' send times
-    (a few ms after the observation)."""
-    from sequence_ai.recording import read_run
-
-    record = read_run(path)
-
-    def ns(stamp) -> int:
-        return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
-    stamps = [ns(state.header.stamp) for state in record.joint_states]
-    if len(stamps) != len(record.requests):
-        stamps = [ns(request.header.stamp) for request in record.requests]
-    observed = {request.rid: at for request, at in zip(record.requests, stamps)}
-    ages, late = [], []
-    for command in record.commands:
-        at = observed.get(command.rid)
-        if at is not None:
-            ages.append((command.t_ns - at) / 1e9)
-            late.append((command.t_ns - at) / 1e9 - command.row_index / HZ)
-    return ages, late
-
-
-def _finished(path: str) -> bool:
-    from sequence_ai.recording import read_run
-
-    return read_run(path).complete
 
 
 def summary(r: Dict[str, object]) -> str:
@@ -192,24 +134,22 @@ def summary(r: Dict[str, object]) -> str:
 
 def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.6, 0.7, 0.8), log: Callable[..., None] = print,
             before: bool = True) -> List[Dict[str, object]]:
-    """[{"latency_s", "node": figures, "node append": figures (above the window, once the node has
-    take_over), "node before": figures (at 0.7 s, if `before`)}]; one case after another."""
+    """[{"latency_s", "node": figures, "node append": figures (above the window), "node before":
+    figures (at 0.7 s, if `before`)}]; one case after another."""
     try:
         import rclpy  # noqa: F401
 
         import sequence_ai_ros.processes  # noqa: F401
     except ImportError as exc:
         return [{"latency_s": latency, "node": {"error": f"ROS not importable ({exc})"}} for latency in latencies]
-    appending = bench_latency.TAKE_OVER in node_settings()
     out = []
     for index, latency in enumerate(latencies):
         entry: Dict[str, object] = {"latency_s": latency}
         planned = [("node", {}, 200)]
-        if appending and latency > bench_latency.WINDOW_S:
+        if latency > bench_latency.WINDOW_S:
             planned.append(("node append", APPENDING, 400))
         if before and abs(latency - 0.7) < 1e-9:
-            # take_over needs lookahead 0 and stitch continue: with the parameter, the node refuses BEFORE without false
-            planned.append(("node before", {**BEFORE, **APPENDING} if appending else BEFORE, 300))
+            planned.append(("node before", BEFORE, 300))  # with take_over false, which lookahead 1 needs
         for name, overrides, seed in planned:
             entry[name] = result = case(latency, seconds, overrides, seed + index)
             log(f"  ros latency {latency:g}s {name}: {summary(result)}")

@@ -10,9 +10,10 @@ peer: the observation that went with the chunk's request, in order). `swaps`: se
 those seconds after run() starts. Prints one JSON line: the outcome's counts and, per action, its
 time, target, age, lateness and instruction lag.
 
-Lateness = when the row played − the moment it was computed for: `Action.due_at` when the client
-has it, else observed_at + row/hz; for the peer, which plays each chunk's rows from row 0, the
-observation's time + (actions since the chunk came)/hz.
+Lateness = when the row played − the moment it was computed for: ours, `Action.due_at` (its
+observation's time + row/hz); the peer, which plays each chunk's rows from row 0, the observation's
+time + (actions since the chunk came)/hz. Both age and lateness are timed here, by this process's
+clock at act(), not read from the client's own `age_s` / `lateness_s`.
 """
 
 import json
@@ -53,18 +54,14 @@ def act(action):
     now, wall = time.monotonic(), time.time()
     ref = getattr(action, "q_ref", None)
     at, moment, lag = None, None, None
-    if ref is None:  # the peer (or a predict() row): the chunk's observation, by order
+    if ref is None:  # the peer: the chunk's observation, by order
         at, ref = chunk_refs[-1] if chunk_refs else (None, home)
         if at is not None:
             moment = at + since_chunk[0] / hz
         since_chunk[0] += 1
     else:
-        at = action.observed_at
-        moment = getattr(action, "due_at", None)
-        if moment is None and at is not None:
-            moment = at + action.row / hz
-        swap = getattr(action, "swap_since", None)
-        lag = None if swap is None else now - swap
+        at, moment = action.observed_at, action.due_at
+        lag = None if action.swap_since is None else now - action.swap_since
     q = [r + d for r, d in zip(ref, action[:7])]
     log.append((now, wall, q, None if at is None else now - at, None if moment is None else now - moment, lag))
 

@@ -3,8 +3,11 @@ in run() and `bench_ros_latency` through the node, with the goals the issues set
 
 The goals of #23 come from its physics (`sequence_ai._loop._budget`): at latency L with H = 15 rows,
 W = 8 and 15 Hz, age p50 ≤ L + W/2 + 1/hz and lateness p50 ≤ max(0, L − (H − W)/hz) + 1/hz. Beside
-ours: the 0.20.0 client and today's appending rule (`take_over=False`), once the client has that
-setting; until then ours *is* the appending rule, and the rows that compare the two say so.
+ours: the 0.20.0 client and the appending rule from before #23 (`take_over=False`).
+
+The budget curve (`budget_curves`) is the same result seen three ways: rows of the table, a
+markdown table of its own (`budget_table`, docs/budget-table.md, which docs/CLIENT-LOOP.md refers
+to) and a plot (`plot_budget_curves`, docs/budget-curve.png).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import common
 from table import Row, verdict
 
 HZ, WINDOW_S, CHUNK_S = bench_latency.HZ, bench_latency.WINDOW_S, bench_latency.CHUNK_S
-NOT_YET = "run() has no take_over setting yet: ours is today's appending rule"
+Curves = Dict[float, List[Tuple[str, dict]]]  # latency → (budget's name, figures), the default first
 
 
 def age_goal(latency: float) -> float:
@@ -155,12 +158,15 @@ def moving_goal_rows(sweep: Dict[str, dict]) -> List[Row]:
     if ours is None:
         return failed
     append, peer = usable(sweep.get("ours append")), usable(sweep.get("peer"))
-    reference = append or ours
-    ratio = ours["rms_rad"] / reference["rms_rad"] if reference["rms_rad"] > 0 else float("nan")
-    goal = "≤ 0.8× the appending rule's" + ("" if append else f" ({NOT_YET})")
     shown = beside(lambda r: f"{r['rms_rad']:.3f} rad", (peer, "0.20.0"), (append, "appending rule"))
-    return [Row(metric, f"{ours['rms_rad']:.3f} rad", shown,
-                f"{ratio:.2f} (÷ appending)", goal, verdict(ratio <= 0.8))]
+    goal = "≤ 0.8× the appending rule's"
+    if append is None:  # nothing to hold ours to
+        return [Row(metric, f"{ours['rms_rad']:.3f} rad", shown, "—",
+                    f"{goal} (its run failed: {(sweep.get('ours append') or {}).get('error', 'not run')})"[:200],
+                    "FAIL")]
+    ratio = ours["rms_rad"] / append["rms_rad"] if append["rms_rad"] > 0 else float("nan")
+    return [Row(metric, f"{ours['rms_rad']:.3f} rad", shown, f"{ratio:.2f} (÷ appending)", goal,
+                verdict(ratio <= 0.8))]
 
 
 def ours_of(runs: Dict[str, dict], metric: str) -> Tuple[Optional[dict], List[Row]]:
@@ -183,57 +189,88 @@ def swap_rows(swaps: Dict[str, dict]) -> List[Row]:
         return f"{common.percentile(lags, 50):.2f} / {max(lags):.2f} s ({len(lags)} swaps)" if lags else "none measured"
 
     append = usable(swaps.get("ours append"))
-    if append is None or not append["lags_s"]:
-        return [Row(metric, shown(ours), "—", goal=f"max ≤ the appending rule's ({NOT_YET})")]
+    if append is None or not append["lags_s"]:  # nothing to hold ours to
+        why = "its run failed" if append is None else "it measured no lag"
+        return [Row(metric, shown(ours), "—", goal=f"max ≤ the appending rule's ({why})", verdict="FAIL")]
     ok = bool(ours["lags_s"]) and max(ours["lags_s"]) <= max(append["lags_s"])
     return [Row(metric, shown(ours), f"{shown(append)} (appending rule)", goal="max ≤ the appending rule's",
                 verdict=verdict(ok))]
 
 
-def budget_rows(result: dict, plot_path: Optional[str]) -> List[Row]:
-    """The budget curve at 0.7 s (ours at each budget, beside the default run) and its plot."""
+def budget_curves(result: dict) -> Curves:
+    """Per latency with budget runs: its default run (as "default") and each budget's run, in the
+    order of the budget; runs that failed are left out here (`budget_rows` says so)."""
+    out: Curves = {}
+    for latency, runs in sorted((result.get("budgets") or {}).items()):
+        default = next((e.get("ours") for e in result["latencies"] if e["latency_s"] == latency), None)
+        curve = [("default", default)] if usable(default) else []
+        out[latency] = curve + [(f"{b:.3g}/s", r) for b, r in sorted(runs.items()) if usable(r)]
+    return out
+
+
+def budget_rows(result: dict, curves: Curves) -> List[Row]:
+    """The budget curve per latency above the window (ours at each budget, beside its default run),
+    and the goal at 0.7 s: lateness p50 ≤ 1/hz at the budget 1/(H/hz − 1.2·L)."""
     from sequence_ai._loop._budget import budget_for_lateness
 
-    measured = {b: r for b, r in (result.get("budgets") or {}).items() if "error" not in r}
-    point = budget_for_lateness(bench_latency.REAL, CHUNK_S)
-    metric = f"budget curve at latency {bench_latency.REAL:g} s ±20 %: requests/s → age p50, lateness p50"
-    goal = f"lateness p50 ≤ 1/hz = {1 / HZ:.3f} s at budget {point:.2f}/s = 1/(H/hz − 1.2·L)"
-    if not measured:
-        return [Row(metric, f"not run: run() has no {bench_latency.BUDGET} setting yet (#23 phase B)", goal=goal,
-                    verdict="FAIL")]
-    default = next((e.get("ours") for e in result["latencies"] if e["latency_s"] == bench_latency.REAL), None)
-    curve = ([("default", default)] if usable(default) else []) + [(f"{b:g}/s", measured[b]) for b in sorted(measured)]
-    rows = [Row(f"{metric}, budget {name}", f"{r['requests_per_s']:.2f} req/s: age {r['age_p50_s']:.2f} s, "
-                f"lateness {r['lateness_p50_s']:.2f} s") for name, r in curve]
-    at_point = measured.get(point)
-    ok = at_point is not None and at_point["lateness_p50_s"] <= 1.0 / HZ
-    rows.append(Row(f"{metric}, at the goal's budget", "n/a" if at_point is None else
-                    f"lateness p50 {at_point['lateness_p50_s']:.3f} s", goal=goal, verdict=verdict(ok)))
-    if plot_path:
-        plot_budget_curve(curve, plot_path)
+    rows: List[Row] = []
+    for latency, runs in sorted((result.get("budgets") or {}).items()):
+        metric = f"budget curve at latency {latency:g} s ±20 %: requests/s → age p50, lateness p50"
+        rows += [Row(f"{metric}, budget {b:.3g}/s: the run failed", f"error: {r['error']}"[:200], verdict="FAIL")
+                 for b, r in sorted(runs.items()) if "error" in r]
+        rows += [Row(f"{metric}, budget {name}", f"{r['requests_per_s']:.2f} req/s: age {r['age_p50_s']:.2f} s, "
+                     f"lateness {r['lateness_p50_s']:.2f} s, held {r['held_share'] * 100:.1f} %")
+                 for name, r in curves.get(latency, [])]
+    real = bench_latency.REAL
+    point = budget_for_lateness(real, CHUNK_S)
+    metric = f"budget curve at latency {real:g} s ±20 %, at the goal's budget"
+    goal = f"lateness p50 ≤ 1/hz = {1000 / HZ:.1f} ms at budget {point:.2f}/s = 1/(H/hz − 1.2·L)"
+    if real not in (result.get("budgets") or {}):
+        return [*rows, Row(metric, f"not run: no run at {real:g} s", goal=goal, verdict="FAIL")]
+    at_point = usable(result["budgets"][real].get(point))
+    rows.append(Row(metric, "n/a (the run failed)" if at_point is None else
+                    f"lateness p50 {at_point['lateness_p50_s'] * 1000:.1f} ms ({at_point['requests_per_s']:.2f} req/s)",
+                    goal=goal, verdict=verdict(at_point is not None and at_point["lateness_p50_s"] <= 1.0 / HZ)))
     return rows
 
 
-def plot_budget_curve(curve: list, path: str) -> None:
+def budget_table(curves: Curves, source: str) -> str:
+    """The budget curve as a markdown table of its own (docs/budget-table.md), `source` saying
+    which run it comes from."""
+    lines = [f"<!-- Generated by {source} (bench/run_all.py, bench/bench_latency.py) — do not edit by hand. -->", "",
+             "| latency | request budget | requests/s | age p50 | lateness p50 | held |", "|---|---|---|---|---|---|"]
+    for latency, curve in curves.items():
+        for name, r in curve:
+            budget = "default (one per window)" if name == "default" else name
+            lines.append(f"| {latency:g} s ±20 % | {budget} | {r['requests_per_s']:.2f} | {r['age_p50_s']:.2f} s | "
+                         f"{r['lateness_p50_s']:.2f} s | {r['held_share'] * 100:.1f} % |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_budget_curves(curves: Curves, path: str, title: str) -> None:
+    """Age p50 (solid) and lateness p50 (dashed) against requests/s, one colour per latency."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rates = [r["requests_per_s"] for _, r in curve]
-    figure, axes = plt.subplots(figsize=(6.4, 4.0))
-    axes.plot(rates, [r["age_p50_s"] for _, r in curve], "o-", label="age of the observation, p50")
-    axes.plot(rates, [r["lateness_p50_s"] for _, r in curve], "s-", label="lateness of the row, p50")
+    figure, axes = plt.subplots(figsize=(7.2, 4.5))
+    for (latency, curve), colour in zip(curves.items(), ("tab:blue", "tab:orange", "tab:green", "tab:red")):
+        ordered = sorted(curve, key=lambda item: item[1]["requests_per_s"])
+        rates = [r["requests_per_s"] for _, r in ordered]
+        axes.plot(rates, [r["age_p50_s"] for _, r in ordered], "o-", color=colour,
+                  label=f"{latency:g} s: age of the observation, p50")
+        axes.plot(rates, [r["lateness_p50_s"] for _, r in ordered], "s--", color=colour,
+                  label=f"{latency:g} s: lateness of the row, p50")
+        for (name, r), rate in zip(ordered, rates):
+            axes.annotate(name, (rate, r["age_p50_s"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     axes.axhline(1.0 / HZ, color="grey", linestyle=":", label="one control period")
-    for (name, r), rate in zip(curve, rates):
-        axes.annotate(name, (rate, r["age_p50_s"]), textcoords="offset points", xytext=(4, 4), fontsize=8)
     axes.set_xlabel("requests per second of motion")
     axes.set_ylabel("seconds")
-    axes.set_title(f"request budget at {bench_latency.REAL:g} s ±20 % latency (make bench)")
+    axes.set_title(title, fontsize=10)
     axes.set_ylim(bottom=0)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    axes.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))  # below: clear of the curves
+    figure.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(figure)
 
 

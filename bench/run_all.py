@@ -32,7 +32,7 @@ import bench_ros_latency
 import bench_underruns
 import bench_worker
 import common
-from latency_rows import budget_rows, latency_rows, ros_latency_rows
+from latency_rows import budget_curves, budget_rows, budget_table, latency_rows, plot_budget_curves, ros_latency_rows
 from table import Row, ms, verdict
 
 HZ = 15.0
@@ -319,8 +319,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     rows: List[Row] = []
     rows += latency_rows(latency) if latency else [Row("run() at pi05-droid's latency", "error", verdict="FAIL")]
-    plot = os.path.join(os.path.dirname(os.path.abspath(out)), "budget-curve.png") if out else None
-    rows += budget_rows(latency, plot) if latency else []
+    curves = budget_curves(latency) if latency else {}
+    rows += budget_rows(latency, curves) if latency else []
     rows += underrun_rows(underruns) if underruns else [Row("underruns", "error", verdict="FAIL")]
     rows += cpu_rows(underruns) if underruns else [Row("client CPU per action", "error", verdict="FAIL")]
     rows += encode_rows(encode) if encode else [Row("encode 1280×720 → pi05-droid", "error", verdict="FAIL")]
@@ -348,10 +348,25 @@ def main(argv: Optional[List[str]] = None) -> int:
             handle.write(document(table, args, sizes, peer, wall, timings, errors, underruns, encode, interrupt, ros,
                                   robots, frame_cost))
         print(f"wrote {out}", file=sys.stderr)
+        write_budget_curve(curves, os.path.dirname(os.path.abspath(out)), args)
     return 0
 
 
 # -- the document ----------------------------------------------------------------------------------
+
+def write_budget_curve(curves: dict, folder: str, args: argparse.Namespace) -> None:
+    """The budget curve beside the document: budget-table.md (docs/CLIENT-LOOP.md refers to it) and
+    budget-curve.png, both from this run."""
+    if not curves:
+        return
+    command = "make bench" if not args.quick else "scripts/workspace.sh bench --quick"
+    table_path, plot_path = os.path.join(folder, "budget-table.md"), os.path.join(folder, "budget-curve.png")
+    with open(table_path, "w") as handle:
+        handle.write(budget_table(curves, f"`{command}`"))
+    plot_budget_curves(curves, plot_path, f"request budget at {', '.join(f'{x:g}' for x in curves)} s ±20 % "
+                                          f"latency ({command})")
+    print(f"wrote {table_path} and {plot_path}", file=sys.stderr)
+
 
 def markdown_table(rows: List[Row]) -> str:
     lines = ["| metric | ours | peer | ratio (ours ÷ peer) | goal | result |", "|---|---|---|---|---|---|"]
@@ -386,7 +401,7 @@ def document(table: str, args, sizes: dict, peer: Optional[str], wall: float, ti
     if errors:
         parts += ["Benches that raised (their rows say error):", ""]
         parts += [f"- {k}: `{v}`" for k, v in errors.items()] + [""]
-    parts += how_measured(sizes)
+    parts += how_measured(sizes, peer)
     parts += details(underruns, encode, interrupt, ros, robots, frame_cost)
     return "\n".join(parts) + "\n"
 
@@ -412,7 +427,19 @@ def peer_packages(peer: Optional[str]) -> str:
     return result.stdout.strip() or "unknown"
 
 
-def how_measured(sizes: dict) -> List[str]:
+def how_measured(sizes: dict, peer: Optional[str]) -> List[str]:
+    from sequence_ai._loop._budget import MAX_IN_FLIGHT_BUDGET
+
+    concurrent = len(bench_latency.cases(sizes["latency_seconds"], sizes["latencies"], peer, sizes["swap_seconds"]))
+    others = [x for x in sizes["latencies"] if x > bench_latency.WINDOW_S and x != bench_latency.REAL]
+    budget_choice = "" if not others else (
+        f"**Choice:** every run of this bench is a process of its own and they all run at once ({concurrent} in "
+        f"this run) on the machine's cores, so the budget runs at {' and '.join(f'{x:g}' for x in others)} s last "
+        f"{sizes['latency_seconds'] * bench_latency.OTHER_BUDGET_SHARE:g} s, not {sizes['latency_seconds']:g}: "
+        f"they load the runs beside them for that first part only; the {bench_latency.REAL:g} s ones, which the "
+        "goal is judged on, last the full length. ")
+    budgets_text = "; ".join(f"{', '.join(f'{b:.3g}' for b in bench_latency.budgets(latency))} at {latency:g} s"
+                             for latency in sizes["latencies"] if latency > bench_latency.WINDOW_S)
     return [
         "## How each metric is measured",
         "",
@@ -443,14 +470,13 @@ def how_measured(sizes: dict) -> List[str]:
         f"**At the platform's real latency** (`bench/bench_latency.py`, `bench/latency_driver.py`): pi05-droid's "
         "window is W = 8/15 s, its chunk H = 15 rows and its warm latency 0.6–0.8 s. Per latency (±20 %, seeded) a "
         "platform of its own; each client drives a kinematic position-controlled arm from the sim arm's home pose "
-        f"for {sizes['latency_seconds']:g} s at 15 Hz, all at once: ours with its defaults, ours with today's "
-        "appending rule (`take_over=False`, run only once run() has that setting: until then the default is that "
-        "rule), ours as it was before pipelining (`lookahead=1, stitch=\"none\"`: the stop-and-go loop) and the "
+        f"for {sizes['latency_seconds']:g} s at 15 Hz, all at once: ours with its defaults, ours with the "
+        "appending rule from before #23 (`take_over=False`: each chunk played after the rows still buffered), ours "
+        "as it was before pipelining (`lookahead=1, stitch=\"none\"`: the stop-and-go loop) and the "
         "0.20.0 client. The stand-in drives toward its instruction's goal, so the run is closed loop. Held share = "
         "`underrun_s / elapsed_s`; requests per second of motion = chunks ÷ (actions/15); age = act time − the "
         "time of the observation behind the action; lateness = act time − the moment the row was for (its "
-        "observation's time + its row/hz: `Action.observed_at` and `.row`, or `Action.due_at` once the client has "
-        "it; for the 0.20.0 client, which plays each chunk from row 0, the observation's time + the actions since "
+        "observation's time + its row/hz, `Action.due_at`; for the 0.20.0 client, which plays each chunk from row 0, the observation's time + the actions since "
         "the chunk came/hz); largest step ÷ median step over consecutive joint targets while moving; settle = the "
         f"time from run() until every joint is and stays within {bench_latency.SETTLE_RAD} rad of the goal; "
         "overshoot = the largest distance past the goal along a joint's approach. Goals from #23's physics "
@@ -468,18 +494,24 @@ def how_measured(sizes: dict) -> List[str]:
         "with four `set_instruction()` calls at 1/5, 2/5, 3/5 and 4/5 of the run, alternating two instructions; "
         "lag = the act time of the first action computed with the new instruction − the call (`Action.swap_since`).",
         "",
-        "**Budget curve** (the same bench, 0.7 s): ours with `request_budget=` 2.5, 4 and 1/(H/hz − 1.2·L) "
-        "requests/s beside its default; requests/s against age p50 and lateness p50, drawn into "
-        "`docs/budget-curve.png`. Run only once run() has the setting (#23 phase B).",
+        f"**Budget curve** (the same bench, at each latency above the window): ours at the request budgets "
+        f"{budgets_text} (`request_budget=`, requests per second; the last at each latency is its "
+        f"1/(H/hz − 1.2·L), and the client never has more than {MAX_IN_FLIGHT_BUDGET} requests in flight, so a "
+        f"budget above {MAX_IN_FLIGHT_BUDGET}/L is spent at about {MAX_IN_FLIGHT_BUDGET}/L) beside the default run "
+        "of that latency (one request per window); requests/s against age p50, lateness p50 and held share, in "
+        "the rows above, in `docs/budget-table.md` (docs/CLIENT-LOOP.md refers to it) and drawn into "
+        "`docs/budget-curve.png`. Requests/s is measured, not the budget: a request starts on a control tick, so "
+        f"a budget spends at most hz/⌈hz/B⌉ (6.25/s: 5/s). {budget_choice}Goal: lateness p50 ≤ 1/hz at "
+        f"{bench_latency.REAL:g} s at its 1/(H/hz − 1.2·L).",
         "",
         f"**Through the node at real latency** (`bench/bench_ros_latency.py`): a platform, `sim_robot` and the "
         "policy node with `config/policy.yaml` (start-up budget and input ages widened for a busy machine), each "
         f"in a process of its own, one `act` goal of {sizes['ros_latency_seconds']:g} s per case, one case after "
-        "another: the defaults at each latency, the appending rule above the window (once the node has "
-        "`take_over`), and at 0.7 s the stop-and-go loop (`lookahead: 1`, `stitch: align`). The commands as the "
-        "planner receives them give steps, settle and overshoot; the goal's recording (`record_dir`) gives age "
-        "and lateness per command: its time − its request's observation (the recorded joint state), less its "
-        "row/hz for lateness.",
+        "another: the defaults at each latency, the appending rule above the window (`take_over: false`), and at "
+        "0.7 s the stop-and-go loop (`lookahead: 1`, `stitch: align`, `take_over: false`). The commands as the "
+        "planner receives them give steps, settle and overshoot; the goal's RunOutcome gives age and lateness "
+        "p50 / max over every command the node played (`age_p50_s`, `age_max_s`, `lateness_p50_s`, "
+        "`lateness_max_s`).",
         "",
         "**Client CPU per action**: the driver process's `time.process_time()` (all its threads: loop, refill "
         "threads, telemetry) over `run()`, divided by actions, from the lowest-latency pair of the underrun "
