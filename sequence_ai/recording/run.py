@@ -116,11 +116,12 @@ class RunRecording(RunObserver):
 
     @_never_raises
     def played(self, action: Any) -> None:
-        """`action` went to act(); a stitched Action knows its request and row, when it was
-        handed over (`played_at`), and how old and how late it was then."""
+        """`action` went to act() and act() has returned (the command is stamped now: the node's
+        act() publishes on its tick, and the LeRobot export pairs each action with the command
+        published nearest it); a stitched Action knows its request and row, and how old and how
+        late it was when handed over."""
         self.recorder.command(action, rid=getattr(action, "rid", None) or "", row_index=getattr(action, "row", 0),
-                              age_s=getattr(action, "age_s", None), lateness_s=getattr(action, "lateness_s", None),
-                              t=getattr(action, "played_at", None))
+                              age_s=getattr(action, "age_s", None), lateness_s=getattr(action, "lateness_s", None))
 
     @_never_raises
     def stalled(self) -> None:
