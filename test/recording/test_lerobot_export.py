@@ -130,3 +130,34 @@ def test_the_docs_example_loads_an_export(python, tmp_path):
     code, out, err = _run(python, "-c", example.replace('"my-robot-runs"', repr(str(dataset))))
     assert code == 0, "\n".join(err[-20:])
     assert "15" in out[0] and "pick up the red cube" in "\n".join(out), out
+
+
+def test_on_a_terminal_the_export_draws_one_progress_line_per_file_and_none_otherwise(python, tmp_path):
+    import os
+    import pty
+
+    run = _recording(tmp_path / "a.mcap")
+    frames = len(run.commands)
+    master, terminal = pty.openpty()  # the export's stderr is a terminal, as a user's shell gives it
+    with subprocess.Popen([python, "-m", "sequence_ai", "export", "--format", "lerobot", str(tmp_path / "a.mcap"),
+                           str(tmp_path / "on_a_tty")], stdout=subprocess.PIPE, stderr=terminal, env=scratch_env(),
+                          cwd=str(ROOT)) as child:
+        os.close(terminal)
+        drawn = b""
+        while True:
+            try:
+                block = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not block:
+                break
+            drawn += block
+        child.wait(timeout=600)
+    os.close(master)
+    assert child.returncode == 0, drawn.decode(errors="replace")[-2000:]
+    text = drawn.decode(errors="replace")
+    redraws = re.findall(r"\r\[export\] 1/1 a\.mcap \[[#.]{30}\] (\d+)/(\d+) frames", text)
+    assert len(redraws) >= 2 and redraws[-1] == (str(frames), str(frames)), text[-2000:]
+    assert [int(done) for done, _ in redraws] == sorted(int(done) for done, _ in redraws)  # it only moves on
+    code, _, err = _export(python, tmp_path / "a.mcap", tmp_path / "not_a_tty")  # stderr a pipe: no bar in a log
+    assert code == 0 and not any("[export]" in line and "frames" in line for line in err), err
