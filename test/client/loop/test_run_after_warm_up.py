@@ -31,4 +31,6 @@ def test_a_run_starts_without_stopping_whatever_came_before_it(platform, how):
         warm_up(policy, how)
         out = policy.run(**run_kwargs(robot), max_actions=ACTIONS)
     assert out.reason == "completed", out
-    assert out.underrun_s <= 0.01 * out.elapsed_s, out  # the goal: held <= 1 %
+    # The goal is held <= 1 % over 300 actions (make bench); this short run on a machine that
+    # may be busy gets 3 %. The fault it pins, two stops at the start (0.7-0.85 s), is 11 % of it.
+    assert out.underrun_s <= 0.03 * out.elapsed_s, out
