@@ -121,7 +121,7 @@ class RequestCadence:
     def due(self, now: float, *, actions_left: int, deadline: Optional[float], in_flight: int, buffered: int,
             hz: float, lead_s: Optional[float], latency_s: Optional[float]) -> bool:
         """Whether a request starts now, with `actions_left` to play before max_actions (and
-        max_seconds' `deadline`), `buffered` rows. None while the rows buffered end the run (as the
+        max_seconds' `deadline`), `buffered` rows. No request while the rows buffered end the run (as the
         appending rule: no more requests than it), none whose answer would land after the run
         has ended (`latency_s`: the estimate), none past the in-flight cap; else `request_due`'s
         rule (a budget not known yet: only the lead's)."""

@@ -229,7 +229,7 @@ class ControlLoop:
     def install(self, prediction: Prediction, flight: InFlight, warmup_s: Optional[float] = None) -> None:
         """What happens when a chunk arrives: joined to the motion (_arrival.py), buffered, learned from."""
         chunk, now = prediction.action_chunk, time.monotonic()
-        self.r.learn_rate()  # the rows' moments are at the model's rate from the first chunk on
+        _ = self.r.hz or self.r.learn_rate()  # the rows' moments are at the model's rate from the first chunk
         held = self.tally.underrun_s + (0.0 if self.stalled_at is None else now - self.stalled_at)
         joined = self.arrivals.rows_for(chunk, flight, actions=self.actions, last=self.last_action, held_s=held,
                                         hz=self.hz(), now=now, chunks=self.tally.chunks)
