@@ -87,12 +87,21 @@ def fresh_platform() -> Iterator[LocalPlatform]:
 _SHARED_SCOPES = ("class", "module", "package")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which would make it `load`
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config) -> None:
     """`-n N` without `--dist`: loadgroup, so the groups below hold. (Not in pytest.ini's addopts:
-    a run without xdist installed, as test_python_versions.py makes, would refuse the option.)"""
+    a run without xdist installed, as test_python_versions.py makes, would refuse the option.) A
+    worker parses the command line again, without this: it is told by pytest_configure_node."""
     if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "no":
         config.option.dist = "loadgroup"
+        config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems below
+    if getattr(config, "workerinput", {}).get("sequences_loadgroup"):
+        config.option.loadgroup = True  # read by xdist's worker when it names each test's group
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    node.workerinput["sequences_loadgroup"] = node.config.option.dist == "loadgroup"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
@@ -105,12 +114,15 @@ def pytest_collection_modifyitems(config, items) -> None:
         if item.get_closest_marker("xdist_group") is None and any(
                 d.scope in _SHARED_SCOPES for defs in definitions.values() for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
-    # The modules with long tests first (stable: otherwise in collection order, and each module's
-    # tests in their own order, which some rely on), so that none of them starts last and keeps
-    # one worker busy after the others are done. xdist hands out the shared groups first (largest
-    # first), then single tests in this order.
+    # The order xdist hands the tests out in (each group as one unit, where its first test stands;
+    # its own size-first reordering is turned off above): the modules with long tests first, so
+    # that none of them starts last and keeps one worker busy after the others are done; then the
+    # ones that wait for a scratch venv (marked `scratch`), made in the background from the start
+    # of the run, by now ready; then the rest. Stable: each module's tests in their own order,
+    # which some rely on.
     slow = {item.module for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.module not in slow)
+    scratch = {item.module for item in items if item.get_closest_marker("scratch") is not None}
+    items.sort(key=lambda item: 1 if item.module in scratch else 0 if item.module in slow else 2)
 
 
 @pytest.fixture(autouse=True)

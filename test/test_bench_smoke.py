@@ -55,6 +55,7 @@ ROS_ROWS = ("ROS command interval jitter p99", "ROS command interval jitter p99,
 
 
 @pytest.mark.slow
+@pytest.mark.scratch  # the 0.20.0 peer's and lerobot's venvs
 @pytest.mark.timeout(420)
 def test_quick_run_writes_a_table_with_a_number_in_every_metric_row(tmp_path):
     out = tmp_path / "PERFORMANCE.md"

@@ -21,7 +21,7 @@ from scratch import ROOT, scratch_env, scratch_python
 
 from sequence_ai.recording import Recorder, read_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # the first one may wait for the venv's install
+pytestmark = [pytest.mark.slow, pytest.mark.scratch, pytest.mark.timeout(2400)]  # the first may wait for the venv
 
 LOAD = textwrap.dedent("""
     import json, sys

@@ -27,6 +27,7 @@ import scratch_venv
 sys.path.pop(0)
 
 REFERENCE = os.environ.get("SEQUENCES_REFERENCE_PYTHON", "")
+pytestmark = pytest.mark.scratch
 
 
 @pytest.fixture(autouse=True, scope="module")

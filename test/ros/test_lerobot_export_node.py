@@ -21,7 +21,7 @@ from sequence_ai_ros.srv import SetInstruction
 pytest.importorskip("mcap", reason="needs the [record] extra")
 from sequence_ai.recording import read_run
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(2400)]  # may wait for the venv's install
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.scratch, pytest.mark.timeout(2400)]  # may wait for the venv
 
 LOAD = textwrap.dedent("""
     import json, sys
