@@ -213,7 +213,7 @@ class PolicyNode(Node):
 
     def _execute(self, goal_handle: Any) -> Any:
         goal = goal_handle.request
-        run = self.goals.claim(goal_handle, goal.instruction, self._begin, PREEMPT_WAIT_S)
+        run = self.goals.claim(goal_handle, self._begin, PREEMPT_WAIT_S)
         try:
             if run is None:
                 refusal = f"busy: the running goal did not stop within {PREEMPT_WAIT_S:g}s (busy_policy: preempt)"
@@ -236,11 +236,8 @@ class PolicyNode(Node):
 
         def observe() -> Any:
             run.check()  # a stop that came before run() began (it clears the interrupt flag)
-            if not run.started:
-                with self.goals.locked():  # run() has put the goal's instruction in force
-                    run.started = True
-                    if run.requested is not None:
-                        self.policy.set_instruction(run.requested)
+            if not run.started:  # run() has put the goal's instruction in force
+                self.goal_services.first_observation(run)
             return self.arm.observe()
 
         def hold() -> None:
@@ -277,7 +274,7 @@ class PolicyNode(Node):
                 take_over=None if take_over else False, request_budget=(c.request_budget or None) if take_over else None,
                 smooth_seam=c.smooth_seam,
                 startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
-                progress=False, instruction=run.instruction, record=run.recorder,
+                progress=False, instruction=goal.instruction, record=run.recorder,
             )
             reason = outcome.reason
             if reason == "validate":
@@ -332,7 +329,7 @@ class PolicyNode(Node):
         if run is None:
             return
         progress = self.policy.progress()
-        feedback = feedback_message(progress, started=run.started, instruction=run.instruction,
+        feedback = feedback_message(progress, started=run.started, instruction=run.goal_instruction,
                                     elapsed_s=self.run_clock.elapsed_s())  # sim time: ROS time, like max_seconds
         if run.recorder is not None and run.started and not run.held.is_set():  # nothing after the outcome
             run.recorder.feedback(progress)
