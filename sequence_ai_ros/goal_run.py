@@ -25,18 +25,24 @@ class RunStopped(Exception):
 class GoalRun:
     """One goal from its claim to its result."""
 
-    def __init__(self, goal_handle: Any, instruction: str, interrupt: Callable[[], None]):
+    def __init__(self, goal_handle: Any, interrupt: Callable[[], None]):
         self.goal_handle = goal_handle
-        self.instruction = instruction  # the goal's own (run(instruction=): in force, not a swap)
         self.held = threading.Event()  # the run's one hold went out
         self.started = False  # the loop took its first observation
-        # A ~/set_instruction change asked for before the run began (run() puts the goal's own in
-        # force when it starts): it goes with the first request.
-        self.requested: Optional[str] = None
+        # The node keeps no instruction: the client holds the one in force. Except this, for a
+        # moment: a ~/set_instruction accepted before the run's first observation, which the
+        # client's latch cannot take yet (run(instruction=) would put the goal's own over it);
+        # goal_services.py hands it to the client's set_instruction at that observation.
+        self.change_before_start: Optional[str] = None
         self.recorder: Any = None  # record_dir: this goal's sequence_ai.recording.Recorder
         self._interrupt = interrupt
         self._lock = threading.Lock()
         self._reason: Optional[str] = None
+
+    @property
+    def goal_instruction(self) -> str:
+        """The goal's own instruction, read from its request (run(instruction=): in force, not a swap)."""
+        return self.goal_handle.request.instruction
 
     @property
     def stop_reason(self) -> Optional[str]:
@@ -112,11 +118,10 @@ class GoalSlot:
             self._reserved = True
             return True
 
-    def claim(self, goal_handle: Any, instruction: str, begin: Callable[[GoalRun], None],
-              wait_s: float) -> Optional[GoalRun]:
+    def claim(self, goal_handle: Any, begin: Callable[[GoalRun], None], wait_s: float) -> Optional[GoalRun]:
         """This goal's run, begun (`begin` under the slot's lock); None if the running goal did not
         stop within `wait_s` (preempt)."""
-        run = GoalRun(goal_handle, instruction, self._interrupt)
+        run = GoalRun(goal_handle, self._interrupt)
         deadline = time.monotonic() + wait_s
         while True:
             with self._lock:

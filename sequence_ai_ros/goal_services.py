@@ -1,5 +1,11 @@
 """~/set_instruction and ~/interrupt: both act on the goal being driven; with none they refuse
-and change nothing (a goal carries its own instruction, and a stop with no run has nothing to stop)."""
+and change nothing (a goal carries its own instruction, and a stop with no run has nothing to stop).
+
+A change goes straight to the client's `set_instruction`, whose latch holds the instruction in
+force. One asked for before the run's first observation waits on the run (`change_before_start`)
+until that observation: until then the client has yet to put the goal's own instruction in force
+(run(instruction=)), which would replace it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from typing import Any, Callable
 
 import sequence_ai
 
-from .goal_run import GoalSlot
+from .goal_run import GoalRun, GoalSlot
 
 __all__ = ["NO_RUN", "GoalServices"]
 
@@ -29,7 +35,8 @@ class GoalServices:
             if run is None:
                 response.previous, response.message = self.policy.instruction or "", NO_RUN
                 return response
-            response.previous = (self.policy.instruction if run.started else run.requested or run.instruction) or ""
+            response.previous = (self.policy.instruction if run.started
+                                 else run.change_before_start or run.goal_instruction) or ""
             if not text.strip():
                 response.message = "instruction is empty; the instruction in force is unchanged"
                 return response
@@ -44,9 +51,18 @@ class GoalServices:
             if run.started:
                 self.policy.set_instruction(text)
             else:
-                run.requested = text
+                run.change_before_start = text
         self._publish_instruction(text)
         return response
+
+    def first_observation(self, run: GoalRun) -> None:
+        """The run takes its first observation: run() has put the goal's instruction in force, so a
+        change asked for before goes to the client now, and with the first request."""
+        with self.goals.locked():  # not while a ~/set_instruction decides where its change goes
+            run.started = True
+            change, run.change_before_start = run.change_before_start, None
+            if change is not None:
+                self.policy.set_instruction(change)
 
     def interrupt(self, request: Any, response: Any) -> Any:
         run = self.goals.driving

@@ -12,7 +12,7 @@
 
 One goal runs at a time on its own thread, inside `Policy.run()`; the control timer (at the
 model's control frequency) is that loop's only clock. A goal the node cannot run is rejected at
-once. Every ending publishes exactly one hold and then the outcome, and leaves exactly one
+once (goal_acceptance.py). Every ending publishes exactly one hold and then the outcome, and leaves exactly one
 terminal goal state.
 """
 
@@ -24,7 +24,7 @@ import time
 from typing import Any, Optional, Sequence
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Bool, Header, String
@@ -41,7 +41,7 @@ from .commands import CommandMapping, CommandPublisher
 from .companions import companion_node, subscribe_inputs
 from .diagnostics import TickRate, policy_loop_status
 from .estop import EStop
-from .goal_fields import goal_fields_problem
+from .goal_acceptance import GoalAcceptance
 from .goal_recording import GoalRecordings
 from .goal_run import GoalRun, GoalSlot
 from .goal_services import GoalServices
@@ -54,10 +54,6 @@ from .ticks import TimerTicks
 from .warmup import WarmUp
 
 __all__ = ["PolicyNode"]
-
-# How long a preempting goal waits for the running one to stop.
-PREEMPT_WAIT_S = 5.0
-
 
 class PolicyNode(Node):
     def __init__(self, argv: Optional[Sequence[str]] = None, **kwargs: Any):
@@ -104,7 +100,6 @@ class PolicyNode(Node):
         self.outcome_pub = self.create_publisher(RunOutcome, "~/run_outcome", LATCHED)
         self.warming_pub = self.create_publisher(WarmingStatus, "~/warming", LATCHED)
         self.instruction_pub = self.create_publisher(String, "~/instruction", LATCHED)
-        self.refused_pub = self.create_publisher(String, "~/goal_refused", LATCHED)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
         # The one clock of the control loop, on the clock companion: its tick runs on the thread
@@ -116,14 +111,15 @@ class PolicyNode(Node):
         timer_clock = self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick).clock
         self.ticks = TimerTicks(1.0 / self.control_hz, lambda: timer_clock.now().nanoseconds * 1e-9)
 
-        # Goals and services: one goal at a time (goal_run.py).
+        # Goals and services: one goal at a time (goal_run.py), taken or refused by goal_acceptance.py.
         self.goals = GoalSlot(c.busy_policy == "preempt", self.policy.interrupt)
         self._closing = threading.Event()
         self.warmup = WarmUp(self.policy, self.model.short_id, c.startup_timeout_s, self.warming_pub,
                              lambda: self.get_clock().now().to_msg(), self.get_logger())
+        self.acceptance = GoalAcceptance(self, self.goals, self._closing, self.estop, self.warmup)
         self.action_server = ActionServer(
-            self, Act, "~/act", execute_callback=self._execute, goal_callback=self._on_goal,
-            cancel_callback=self._on_cancel, callback_group=ReentrantCallbackGroup(),
+            self, Act, "~/act", execute_callback=self._execute, goal_callback=self.acceptance.on_goal,
+            cancel_callback=self.acceptance.on_cancel, callback_group=ReentrantCallbackGroup(),
         )
         services = ReentrantCallbackGroup()
         self.goal_services = GoalServices(self.goals, self.policy,
@@ -179,33 +175,7 @@ class PolicyNode(Node):
         finally:
             self.ticks.sent(published)
 
-    # -- goals ----------------------------------------------------------------------------------
-    def _refusal(self, goal: Any) -> Optional[str]:
-        problem = goal_fields_problem(goal)  # what run() would refuse, refused before acceptance
-        if problem is not None:
-            return problem
-        if self._closing.is_set():
-            return "the node is shutting down"
-        if self.estop is not None and self.estop.engaged:
-            return self.estop.refusal() or f"e-stop engaged on {self.estop.topic}"
-        return self.warmup.refusal()
-
-    def _on_goal(self, goal: Any) -> GoalResponse:
-        refusal = self._refusal(goal)
-        if refusal is None and not self.goals.reserve():
-            refusal = "busy: another goal is running (busy_policy: reject)"
-        if refusal is None:
-            return GoalResponse.ACCEPT
-        self.get_logger().warning(f"goal rejected: {refusal}")
-        self.refused_pub.publish(String(data=refusal))
-        return GoalResponse.REJECT
-
-    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        # Logged before the stop: the line's stamp is when the node took the request.
-        self.get_logger().info(f"stop requested: canceled (cancel of goal {bytes(goal_handle.goal_id.uuid).hex()})")
-        self.goals.cancel(goal_handle)  # also a goal whose run has not begun yet
-        return CancelResponse.ACCEPT
-
+    # -- goals (which ones are taken: goal_acceptance.py) ----------------------------------------
     def _on_estop(self) -> None:
         run = self.goals.run
         if run is not None:
@@ -213,11 +183,9 @@ class PolicyNode(Node):
 
     def _execute(self, goal_handle: Any) -> Any:
         goal = goal_handle.request
-        run = self.goals.claim(goal_handle, goal.instruction, self._begin, PREEMPT_WAIT_S)
+        run, refusal = self.acceptance.claim(goal_handle, self._begin)
         try:
             if run is None:
-                refusal = f"busy: the running goal did not stop within {PREEMPT_WAIT_S:g}s (busy_policy: preempt)"
-                self.get_logger().warning(f"goal refused: {refusal}")
                 return self._finish(goal_handle, None, "rejected", refusal, held=False, instruction=goal.instruction)
             if self.estop is not None and self.estop.engaged:  # pressed since the goal was accepted
                 run.stop("estop")
@@ -236,11 +204,8 @@ class PolicyNode(Node):
 
         def observe() -> Any:
             run.check()  # a stop that came before run() began (it clears the interrupt flag)
-            if not run.started:
-                with self.goals.locked():  # run() has put the goal's instruction in force
-                    run.started = True
-                    if run.requested is not None:
-                        self.policy.set_instruction(run.requested)
+            if not run.started:  # run() has put the goal's instruction in force
+                self.goal_services.first_observation(run)
             return self.arm.observe()
 
         def hold() -> None:
@@ -277,7 +242,7 @@ class PolicyNode(Node):
                 take_over=None if take_over else False, request_budget=(c.request_budget or None) if take_over else None,
                 smooth_seam=c.smooth_seam,
                 startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
-                progress=False, instruction=run.instruction, record=run.recorder,
+                progress=False, instruction=goal.instruction, record=run.recorder,
             )
             reason = outcome.reason
             if reason == "validate":
@@ -332,7 +297,7 @@ class PolicyNode(Node):
         if run is None:
             return
         progress = self.policy.progress()
-        feedback = feedback_message(progress, started=run.started, instruction=run.instruction,
+        feedback = feedback_message(progress, started=run.started, instruction=run.goal_instruction,
                                     elapsed_s=self.run_clock.elapsed_s())  # sim time: ROS time, like max_seconds
         if run.recorder is not None and run.started and not run.held.is_set():  # nothing after the outcome
             run.recorder.feedback(progress)

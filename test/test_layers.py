@@ -1,5 +1,6 @@
 """The layers hold (docs/CLIENT-LOOP.md "Where things live", /DESIGN): read from the source, every
-import counted — module level, inside a function, or only for a type checker."""
+import counted — module level, inside a function, or only for a type checker. And no module of the
+client or the node grows past MODULE_LINES."""
 
 from __future__ import annotations
 
@@ -171,6 +172,27 @@ def test_the_order_check_catches_an_upward_import():
     assert upward([("sequence_ai._policy", "sequence_ai._loop._refill"), ("sequence_ai.act", "sequence_ai._policy")]) == []
 
 
+# "No module is over ~350 lines" (#25), the client's and the node's.
+MODULE_LINES = 350
+
+
+def over_the_limit(mods: Dict[str, Path], limit: int = MODULE_LINES) -> Dict[str, int]:
+    """The modules longer than `limit` lines, with their lengths."""
+    return {name: n for name, path in mods.items() if (n := len(path.read_text().splitlines())) > limit}
+
+
 def test_no_client_module_is_much_over_350_lines():
-    long = {name: n for name, path in _client_modules().items() if (n := len(path.read_text().splitlines())) > 350}
+    long = over_the_limit(_client_modules())
     assert long == {}, long
+
+
+def test_no_node_module_is_over_350_lines():
+    long = over_the_limit(modules("sequence_ai_ros"))
+    assert long == {}, long
+
+
+def test_the_size_check_catches_a_module_grown_over_the_limit(tmp_path):
+    at, over = tmp_path / "at.py", tmp_path / "over.py"
+    at.write_text("pass\n" * MODULE_LINES)
+    over.write_text("pass\n" * (MODULE_LINES + 1))
+    assert over_the_limit({"at": at, "over": over}) == {"over": MODULE_LINES + 1}

@@ -254,22 +254,8 @@ def test_shutdown_mid_run_holds_once_reports_shutdown_and_the_api_key_never_appe
 
 
 # A simulator of its own (a separate process, as Gazebo would be): simulated time runs at half the
-# speed of the wall clock, published on /clock at 100 Hz. (From a thread of the test process it
-# stalled for ~1 s at times while the harness created its ROS entities, and the node's clock with it.)
-SIM_CLOCK = """
-import sys, time
-import rclpy
-from builtin_interfaces.msg import Time
-from rosgraph_msgs.msg import Clock
-wall_start, until = float(sys.argv[1]), float(sys.argv[2])
-rclpy.init()
-node = rclpy.create_node("test_sim_clock")
-publisher = node.create_publisher(Clock, "/clock", 10)
-while time.monotonic() < until:
-    sim_t = 1000.0 + 0.5 * (time.monotonic() - wall_start)
-    publisher.publish(Clock(clock=Time(sec=int(sim_t), nanosec=int((sim_t % 1) * 1e9))))
-    time.sleep(0.01)
-"""
+# speed of the wall clock, published on /clock at 100 Hz (sim_clock.py).
+SIM_CLOCK = Path(__file__).resolve().parent / "sim_clock.py"
 
 
 def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(ros, policy_node, platform):
@@ -280,7 +266,7 @@ def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(
 
     max_seconds = 2.0
     wall_start = time.monotonic()
-    simulator = subprocess.Popen([sys.executable, "-P", "-c", SIM_CLOCK, str(wall_start), str(wall_start + 120)],
+    simulator = subprocess.Popen([sys.executable, str(SIM_CLOCK), str(wall_start), str(wall_start + 120)],
                                  env=ros_environment())
     try:
         process, arm, planner = start_arm(ros, policy_node, platform, use_sim_time=True)

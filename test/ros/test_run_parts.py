@@ -1,6 +1,7 @@
 """The node's run bookkeeping on its own: how a run stops (GoalRun), which goal holds the slot
-(GoalSlot), the sim-time bound (RunClock), what the companions inherit of the process's ROS
-arguments, and how the client's outcome and progress become the node's."""
+(GoalSlot), where an instruction change goes (GoalServices), the sim-time bound (RunClock), what
+the companions inherit of the process's ROS arguments, and how the client's outcome and progress
+become the node's."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class Interrupts:
 
 def test_the_first_stop_reason_wins_and_every_stop_interrupts():
     interrupts = Interrupts()
-    run = GoalRun("handle", "pick up the cup", interrupts)
+    run = GoalRun("handle", interrupts)
     run.check()  # running: nothing raised
     assert run.stop("estop") and not run.stop("interrupted")
     assert run.stop_reason == "estop" and interrupts.count == 2
@@ -41,7 +42,7 @@ def test_the_first_stop_reason_wins_and_every_stop_interrupts():
 
 
 def test_no_command_goes_out_once_a_run_is_stopping_and_stop_waits_for_one_going_out():
-    run = GoalRun("handle", "pick up the cup", Interrupts())
+    run = GoalRun("handle", Interrupts())
     publishing, release, stopped = threading.Event(), threading.Event(), threading.Event()
 
     def publish():
@@ -66,7 +67,7 @@ def test_no_command_goes_out_once_a_run_is_stopping_and_stop_waits_for_one_going
 def test_busy_policy_reject_holds_the_slot_from_acceptance_to_the_end():
     slot = GoalSlot(preempt=False, interrupt=Interrupts())
     assert slot.reserve() and not slot.reserve()
-    run = slot.claim("first", "pick up the cup", lambda r: None, wait_s=1.0)
+    run = slot.claim("first", lambda r: None, wait_s=1.0)
     assert slot.run is run and slot.driving is run and not slot.reserve()
     run.held.set()
     assert slot.driving is None, "a run that has held is not driving"
@@ -76,13 +77,13 @@ def test_busy_policy_reject_holds_the_slot_from_acceptance_to_the_end():
 
 def test_busy_policy_preempt_stops_the_running_goal_and_takes_the_slot_once_it_ended():
     slot = GoalSlot(preempt=True, interrupt=Interrupts())
-    first = slot.claim("first", "pick up the cup", lambda r: None, wait_s=1.0)
+    first = slot.claim("first", lambda r: None, wait_s=1.0)
     ended = threading.Timer(0.2, lambda: slot.release(first))
     ended.start()
     begun = []
-    second = slot.claim("second", "open the drawer", begun.append, wait_s=5.0)
+    second = slot.claim("second", begun.append, wait_s=5.0)
     assert first.stop_reason == "interrupted" and slot.run is second and begun == [second]
-    timed_out = slot.claim("third", "wave", begun.append, wait_s=0.1)  # second never ends
+    timed_out = slot.claim("third", begun.append, wait_s=0.1)  # second never ends
     assert timed_out is None and slot.run is second and second.stop_reason == "interrupted"
 
 
@@ -90,20 +91,50 @@ def test_a_goal_cancelled_before_its_run_begins_stops_as_it_begins():
     # Under a cancel flood with preempt, a goal cancelled while it waited for the preempted one to
     # stop used to be driven anyway (the cancel found another goal in the slot and did nothing).
     slot = GoalSlot(preempt=True, interrupt=Interrupts())
-    first = slot.claim("first", "pick up the cup", lambda r: None, wait_s=1.0)
+    first = slot.claim("first", lambda r: None, wait_s=1.0)
     slot.cancel("second")  # accepted, its run not begun: the slot holds the first
     assert first.stop_reason is None, "another goal's cancel stops nothing"
     threading.Timer(0.2, lambda: slot.release(first)).start()
-    second = slot.claim("second", "open the drawer", lambda r: None, wait_s=5.0)
+    second = slot.claim("second", lambda r: None, wait_s=5.0)
     assert second.stop_reason == "canceled"
     with pytest.raises(RunStopped):
         second.check()
     slot.cancel("second")  # the running goal's own cancel stops it at once (it already is)
     slot.release(second)
-    third = slot.claim("third", "wave", lambda r: None, wait_s=1.0)
+    third = slot.claim("third", lambda r: None, wait_s=1.0)
     assert third.stop_reason is None, "a cancel is remembered for its own goal only, and only once"
     slot.cancel("third")
     assert third.stop_reason == "canceled"
+
+
+class _Client:
+    """The client's side of the instruction: the one in force, replaced by set_instruction()."""
+
+    def __init__(self, instruction):
+        self.instruction = instruction
+
+    def set_instruction(self, text):
+        self.instruction = text
+
+
+def test_a_change_asked_before_the_runs_first_observation_reaches_the_client_at_that_observation():
+    from sequence_ai_ros.goal_services import GoalServices
+
+    client, announced = _Client("the last goal's"), []
+    slot = GoalSlot(preempt=False, interrupt=Interrupts())
+    goal = SimpleNamespace(request=SimpleNamespace(instruction="pick up the cup"))
+    run = slot.claim(goal, lambda r: None, wait_s=1.0)
+    services = GoalServices(slot, client, announced.append, lambda _: None)
+    reply = services.set_instruction(SimpleNamespace(instruction="open the drawer"), SimpleNamespace())
+    assert reply.accepted and reply.previous == "pick up the cup" and announced == ["open the drawer"]
+    assert client.instruction == "the last goal's", "run(instruction=) would have put the goal's over it"
+    again = services.set_instruction(SimpleNamespace(instruction="open the drawer"), SimpleNamespace())
+    assert again.accepted and "ignored" in again.message and again.previous == "open the drawer"
+    client.instruction = "pick up the cup"  # run() put the goal's own in force, then observes
+    services.first_observation(run)
+    assert run.started and client.instruction == "open the drawer"
+    later = services.set_instruction(SimpleNamespace(instruction="wave"), SimpleNamespace())
+    assert later.previous == "open the drawer" and client.instruction == "wave"
 
 
 def test_sim_time_bound_counts_from_the_first_clock_message_and_ends_the_goal():
