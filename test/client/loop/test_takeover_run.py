@@ -58,8 +58,14 @@ def test_an_arriving_chunk_plays_at_once_or_after_the_rows_buffered(platform, ta
         # and the arm keeps moving: the bench's goal is <= 1 % (docs/PERFORMANCE.md); a busy machine's
         # slower refills get room here, far below the ~30 % held of a rule that waited for each chunk
         assert out.underrun_s <= 0.05 * out.elapsed_s, out
-    else:  # the appending rule: the older chunk's rows buffered play first
-        assert all(c < n for c, n in zip(next_chunks, numbers)), next_chunks
+    else:  # the appending rule: the older chunk's rows buffered play first, unless none were left
+        # (a busy machine's slower refill ran the buffer dry: the arm held, by the client's clocks
+        # the action after the arrival came more than a period after the one before it)
+        dry = [n > 0 and robot.played[n].played_at - robot.played[n - 1].played_at > 1.5 / HZ
+               for n in robot.arrived_after[1:] if n < len(robot.played)]
+        assert sum(dry) <= out.underruns, (dry, out)
+        assert sum(not d for d in dry) >= 6, (dry, out)
+        assert all(c < n for c, n, d in zip(next_chunks, numbers, dry) if not d), (next_chunks, dry)
     chunk_order = [a.chunk for a in robot.played]
     assert chunk_order == sorted(chunk_order)  # never back to an older chunk's rows
 
@@ -77,8 +83,10 @@ def test_each_action_says_how_old_and_late_it_is_and_the_outcome_sums_them(platf
         assert a.age_s >= 0.5  # nothing can be fresher than the latency's low end (0.56 s)
     ages, late = [a.age_s for a in moved], [a.lateness_s for a in moved]
     assert out.age_max_s == pytest.approx(max(ages)) and out.lateness_max_s == pytest.approx(max(late))
-    assert out.age_p50_s == pytest.approx(statistics.median(ages), abs=0.002)
-    assert out.lateness_p50_s == pytest.approx(statistics.median(late), abs=0.002)
+    # the outcome's p50 is the lower median, to the millisecond (with an even count, the mean of the
+    # two middle values can be tens of ms from either on a busy machine)
+    assert out.age_p50_s == pytest.approx(statistics.median_low(ages), abs=0.002)
+    assert out.lateness_p50_s == pytest.approx(statistics.median_low(late), abs=0.002)
     # fresher than appending (1.40 s p50 at 0.7 s): L + W/2 ≈ 0.97 s, with room for a busy machine
     assert out.age_p50_s < 1.25, out
 
