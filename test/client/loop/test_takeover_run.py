@@ -59,11 +59,10 @@ def test_an_arriving_chunk_plays_at_once_or_after_the_rows_buffered(platform, ta
         # slower refills get room here, far below the ~30 % held of a rule that waited for each chunk
         assert out.underrun_s <= 0.05 * out.elapsed_s, out
     else:  # the appending rule: the older chunk's rows buffered play first, unless none were left
-        # (a busy machine's slower refill ran the buffer dry: the arm held, by the client's clocks
-        # the action after the arrival came more than a period after the one before it)
+        # (a busy machine's slower refill ran the buffer dry, or its tick came late: by the client's
+        # clocks the action after the arrival came more than a period after the one before it)
         dry = [n > 0 and robot.played[n].played_at - robot.played[n - 1].played_at > 1.5 / HZ
                for n in robot.arrived_after[1:] if n < len(robot.played)]
-        assert sum(dry) <= out.underruns, (dry, out)
         assert sum(not d for d in dry) >= 6, (dry, out)
         assert all(c < n for c, n, d in zip(next_chunks, numbers, dry) if not d), (next_chunks, dry)
     chunk_order = [a.chunk for a in robot.played]
