@@ -108,9 +108,9 @@ class ControlLoop:
         self.watch.sent(flight)
         return flight
 
-    def top_up(self) -> None:
+    def top_up(self, hz: Optional[float] = None) -> None:
         """Start the requests the prefetch rule (taking over: the cadence) says are due now."""
-        hz = self.hz()
+        hz = self.hz() if hz is None else hz
         if self.s.take_over:  # every tick: the estimate and the lead in one look
             lead, estimate = self.r.latency.lead_and_estimate(hz)
             if self.cadence.due(time.monotonic(), actions_left=self.s.max_actions - self.actions, deadline=self.deadline,
@@ -307,12 +307,11 @@ class ControlLoop:
                 self.played(action)
                 if self.actions == 1:
                     self.watch.status("running")
-                if self.actions < s.max_actions:
-                    # Prefetch right after an action, in the slack of the period, so observe()
-                    # and encoding never delay the next action past its tick.
+                if self.actions < s.max_actions:  # prefetch now, in the slack of the period, so
+                    hz = self.hz()  # observe() and encoding never delay the next action past its tick
                     if take_over or due(self.actions):  # taking over, the cadence is checked every tick
-                        self.top_up()
-                    s.pacer.wait(1.0 / self.hz(), interrupted)
+                        self.top_up(hz)
+                    s.pacer.wait(1.0 / hz, interrupted)
             else:
                 reason = "completed"
         except Interrupted:
