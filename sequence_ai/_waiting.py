@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
-__all__ = ["InterruptFlag", "Interrupted", "Waiter", "wait_on"]
+__all__ = ["InterruptFlag", "Interrupted", "Waiter", "blocking_wait", "wait_on"]
 
 POLL_S = 0.02  # the longest wait between looks at a flag that cannot wake a wait itself
 
@@ -59,6 +59,12 @@ class InterruptFlag:
 
     def is_set(self) -> bool:
         return self._up
+
+    def gate(self) -> Any:
+        """The raw lock held while the flag is down. `wait` is: acquire it with a timeout and, once
+        acquired (the flag is up), release it at once; a waiter that waits on this flag every tick
+        (the pacer) does the same with two C calls."""
+        return self._gate
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """True once the flag is up; False after `timeout` seconds without it."""
@@ -106,9 +112,19 @@ def wait_on(is_set: Callable[[], bool], seconds: float) -> bool:
     """Wait up to `seconds` for a flag: True as soon as `is_set()` holds. The `is_set` of an
     InterruptFlag or a threading.Event wakes the wait itself (one blocking call); any other
     callable is looked at every POLL_S."""
+    return bool(blocking_wait(is_set)(max(0.0, seconds)))
+
+
+def blocking_wait(is_set: Callable[[], bool]) -> Callable[[float], bool]:
+    """`wait_on`'s wait for this `is_set`, as a function of the seconds (≥ 0) to wait, for a caller
+    that waits on the same flag again and again (the pacer, once per action)."""
     flag = getattr(is_set, "__self__", None)
     if isinstance(flag, (InterruptFlag, threading.Event)):
-        return bool(flag.wait(max(0.0, seconds)))
+        return flag.wait
+    return lambda seconds: _poll(is_set, seconds)
+
+
+def _poll(is_set: Callable[[], bool], seconds: float) -> bool:
     end = time.monotonic() + seconds
     while not is_set():
         remaining = end - time.monotonic()

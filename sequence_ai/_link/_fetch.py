@@ -102,7 +102,9 @@ class Fetch(Generic[T]):
         self._on_done = on_done
         self.finished_at: Optional[float] = None
         self._abandoned = InterruptFlag()  # read as a plain attribute; a pause in the call can wait on it
-        self._done = threading.Event()
+        # done: an Event's set/is_set/wait on raw locks (a threading.Event builds a Condition per
+        # request, and its set() takes four Python calls on the refill thread)
+        self._done = InterruptFlag()
         self._value: Any = None
         self._error: Optional[BaseException] = None
         _Runner.run(lambda: self._run(call), name)

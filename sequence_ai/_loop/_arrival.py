@@ -78,10 +78,11 @@ class Arrivals:
             joined = self._take_over(chunk, kind, flight, actions=actions, last=last, held_s=held_s, hz=hz, now=now)
         else:
             joined = self._append(chunk, kind, flight, actions=actions, last=last, chunks=chunks)
+        rid, observed_at, instruction = flight.trace.rid, flight.observed_at, flight.instruction
         for action in joined.rows:
-            action.rid, action.chunk, action.observed_at = flight.trace.rid, chunks, flight.observed_at
-            action.instruction = flight.instruction
-            action.due_at = flight.observed_at + action.row / hz
+            action.rid, action.chunk, action.observed_at = rid, chunks, observed_at
+            action.instruction = instruction
+            action.due_at = observed_at + action.row / hz
         if joined.rows:
             joined.rows[0].swap_since = flight.swap_since
         return joined

@@ -129,12 +129,14 @@ class RequestCadence:
         if buffered >= actions_left or (latency_s is not None and left_s <= latency_s):
             return False
         buffered_s = buffered / hz
-        if in_flight >= self.in_flight_cap(latency_s):
+        if in_flight and in_flight >= self.in_flight_cap(latency_s):  # the cap is never below 1
             return False
-        if self.budget is None and self.last_started is not None:
-            return in_flight == 0 and lead_s is not None and buffered_s <= lead_s
-        return request_due(now, last_started=self.last_started, in_flight=in_flight, buffered_s=buffered_s,
-                           lead_s=lead_s, budget=self.budget or 1.0)
+        # `request_due`'s rule, written out (this runs every tick): the first request, or 1/budget
+        # since the last started; else the lead's. A budget not known yet: only the lead's.
+        last, budget = self.last_started, self.budget
+        if last is None or (budget is not None and now - last >= 1.0 / (budget or 1.0) - 1e-9):
+            return True
+        return in_flight == 0 and lead_s is not None and buffered_s <= lead_s
 
     def in_flight_cap(self, latency_s: Optional[float]) -> int:
         """As many requests at once as the budget needs at this latency: one while a refill takes

@@ -108,18 +108,19 @@ class ControlLoop:
         self.watch.sent(flight)
         return flight
 
-    def top_up(self) -> None:
+    def top_up(self, hz: Optional[float] = None) -> None:
         """Start the requests the prefetch rule (taking over: the cadence) says are due now."""
-        hz = self.hz()
-        lead = self.r.latency.lead_s(hz)
-        if self.s.take_over:
+        hz = self.hz() if hz is None else hz
+        if self.s.take_over:  # every tick: the estimate and the lead in one look
+            lead, estimate = self.r.latency.lead_and_estimate(hz)
             if self.cadence.due(time.monotonic(), actions_left=self.s.max_actions - self.actions, deadline=self.deadline,
-                                in_flight=len(self.r.in_flight), buffered=len(self.r.buffer), hz=hz, lead_s=lead,
-                                latency_s=self.r.latency.estimate_s):
+                                in_flight=len(self.r.queued), buffered=len(self.r.buffer), hz=hz, lead_s=lead,
+                                latency_s=estimate):
                 self.r.queue(self.submit())
             return
+        lead = self.r.latency.lead_s(hz)
         due = self.prefetch.start_now(actions=self.actions, buffered=len(self.r.buffer),
-                                      in_flight=len(self.r.in_flight), per_chunk=self.r.steps_per_chunk,
+                                      in_flight=len(self.r.queued), per_chunk=self.r.steps_per_chunk,
                                       lead_rows=None if lead is None else lead * hz)
         for _ in range(due):
             self.r.queue(self.submit())
@@ -275,8 +276,7 @@ class ControlLoop:
         self.watch.started(model=self.r.model, episode_id=s.episode_id, control_hz=s.control_hz or self.r.hz,
                            instruction=self._latch.value)
         interrupted, buffer, collect = self.interrupted, self.r.buffer, s.lookahead != 1
-        due = (lambda _: True) if s.take_over else self.prefetch.due  # the cadence is checked every tick
-        arrived = self.r.take_arrived
+        take_over, due, arrived, queued = s.take_over, self.prefetch.due, self.r.take_arrived, self.r.queued
         try:
             self.watch.status("starting")
             while self.actions < s.max_actions:
@@ -284,7 +284,7 @@ class ControlLoop:
                     raise Interrupted()
                 if len(buffer) == 0:
                     self.take_delivery()
-                if collect and (flight := arrived()) is not None:  # one call per tick
+                if collect and queued and (flight := arrived()) is not None:  # one look per tick
                     self.collect_arrived(flight)
                 if self.actions == 0:
                     self.top_up()
@@ -307,12 +307,11 @@ class ControlLoop:
                 self.played(action)
                 if self.actions == 1:
                     self.watch.status("running")
-                if self.actions < s.max_actions:
-                    # Prefetch right after an action, in the slack of the period, so observe()
-                    # and encoding never delay the next action past its tick.
-                    if due(self.actions):
-                        self.top_up()
-                    s.pacer.wait(1.0 / self.hz(), interrupted)
+                if self.actions < s.max_actions:  # prefetch now, in the slack of the period, so
+                    hz = self.hz()  # observe() and encoding never delay the next action past its tick
+                    if take_over or due(self.actions):  # taking over, the cadence is checked every tick
+                        self.top_up(hz)
+                    s.pacer.wait(1.0 / hz, interrupted)
             else:
                 reason = "completed"
         except Interrupted:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from typing import Deque, Optional
+from typing import Deque, Optional, Tuple
 
 __all__ = ["RefillLatency"]
 
@@ -88,6 +88,13 @@ class RefillLatency:
             if self._estimate is None:
                 return None
             return 1.25 * self._estimate + 2.0 * self._deviation + 1.0 / hz
+
+    def lead_and_estimate(self, hz: float) -> Tuple[Optional[float], Optional[float]]:
+        """(`lead_s(hz)`, `estimate_s`), read at once: the request cadence needs both every tick."""
+        with self._lock:
+            if self._estimate is None:
+                return None, None
+            return 1.25 * self._estimate + 2.0 * self._deviation + 1.0 / hz, self._estimate
 
     def start_lead_s(self, hz: float) -> Optional[float]:
         """The lead the first action of a run waits by: `lead_s`, or, when larger, how late the

@@ -131,12 +131,16 @@ class RunTally:
         self.lateness = Spread()
 
     def played(self, action: Any) -> None:
-        """An Action that just played: its age and lateness (rows that do not say are skipped)."""
-        age, late = getattr(action, "age_s", None), getattr(action, "lateness_s", None)
-        if age is not None:
-            self.age.add(age)
-        if late is not None:
-            self.lateness.add(late)
+        """An Action that just played: its age and lateness (rows that do not say are skipped).
+        Read from the fields `Action.age_s` and `lateness_s` are made of: once per action."""
+        at = getattr(action, "played_at", None)
+        if at is None:
+            return
+        observed, due = getattr(action, "observed_at", None), getattr(action, "due_at", None)
+        if observed is not None:
+            self.age.add(at - observed)
+        if due is not None:
+            self.lateness.add(at - due)
 
     def freshness(self) -> dict:
         return {"age_p50_s": self.age.median(), "age_max_s": self.age.largest,

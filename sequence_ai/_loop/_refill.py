@@ -10,6 +10,7 @@ and the four levels of `Policy` use it only through this interface:
     wait(flight, deadline)       until it is answered (interrupt() raises Interrupted)
     queue(flight)                a prefetch: installed after the requests already in flight
     in_flight, head()            the requests queued, oldest first (a snapshot), and the oldest
+    queued                       the queue itself, read only (len() without a snapshot)
     take_head(), take_arrived()  the oldest, taken off the queue (take_arrived: only if it has
                                  arrived, answered)
     awaiting(flight)             a blocking fill's request, abandoned by drop() meanwhile
@@ -80,6 +81,7 @@ class Refills:
         self._seed = seed
         self.buffer = ActionBuffer()
         self._in_flight: Deque[InFlight] = deque()
+        self.queued = self._in_flight  # the same deque, read only (its length, every tick of a run)
         self._blocking: Optional[InFlight] = None  # a blocking fill's request, abandoned on interrupt
         self.latency = RefillLatency()
         self.steps_per_chunk = 0  # rows per installed chunk (its window)

@@ -27,6 +27,8 @@ other space (velocities) are only time-aligned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
+from operator import add, sub
 from typing import List, Optional, Sequence
 
 __all__ = ["ANCHOR", "STITCH_MODES", "Action", "Join", "RowKind", "Stitcher", "blend_seam", "is_absolute_space",
@@ -151,7 +153,7 @@ class Stitcher:
              q_obs: Optional[Sequence[float]], first_of_run: bool, window: Optional[int] = None) -> Join:
         """The rows of a chunk (all of them, `steps`) to play after `last` (None at a run's
         start), `late` periods after its observation, whose joints were `q_obs` (None if unknown)."""
-        rows = [[float(v) for v in row] for row in steps]
+        rows = [list(map(float, row)) for row in steps]
         n = min(self.horizon or window or len(rows), len(rows))
         joints = kind.joints if kind.joints is not None else (len(q_obs) if kind.displacement and q_obs else len(rows[0]))
         ref = list(q_obs[:joints]) if q_obs is not None and len(q_obs) >= joints else None
@@ -175,7 +177,7 @@ class Stitcher:
         out: List[Action] = []
         for k, i in enumerate(picked):
             if targets is not None and kind.displacement:
-                out.append(Action(rows[i], i, [t - d for t, d in zip(targets[k], rows[i][:joints])]))
+                out.append(Action(rows[i], i, list(map(sub, targets[k], rows[i][:joints]))))
             elif targets is not None and kind.absolute:
                 out.append(Action(targets[k] + rows[i][joints:], i))
             else:
@@ -193,7 +195,7 @@ def _positions(rows: List[Row], kind: RowKind, joints: int, ref: Optional[Row]) 
     if kind.absolute:
         return [row[:joints] for row in rows]
     if kind.displacement and ref is not None:
-        return [[q + d for q, d in zip(ref, row[:joints])] for row in rows]
+        return [list(map(add, ref, row[:joints])) for row in rows]
     return None
 
 
@@ -222,31 +224,49 @@ def _start_of(positions: List[Row], start: int, ref: Optional[Row], kind: RowKin
 
 def _continue(positions: List[Row], before: Row, picked: range, late: int, previous: Row) -> List[Row]:
     """Each picked row's step, applied from the last target, pulled toward the chunk's own
-    position for the moment it plays, and never past where the chunk is heading."""
-    n = len(picked)
+    position for the moment it plays, and never past where the chunk is heading.
+
+    Joint by joint (no joint's path depends on another's): down each joint's column of rows, with
+    what stays the same for the joint (its fastest step, its direction, its stop) looked up once;
+    the same arithmetic, in the same order, as row after row (`_Heading.bound`'s rule inlined)."""
+    n, total = len(picked), len(positions)
     ahead = _Heading(positions)
     fastest = _fastest_steps(positions, positions[picked[0]], previous)
-    current, out = list(before), []
-    for k, i in enumerate(picked):
-        anchor = positions[late + k] if late + k < len(positions) else ahead.position(late + k - len(positions) + 1)
-        w = ANCHOR * (k + 1) / n
-        moved = [c + (p - q) for c, p, q in zip(current, positions[i], previous)]
-        moved = [m + w * (a - m) for m, a in zip(moved, anchor)]
-        # the pull never makes a joint faster than the chunk itself ever moves it
-        moved = [c + max(-f, min(f, m - c)) for m, c, f in zip(moved, current, fastest)]
-        current = ahead.bound(moved, current)
-        previous = positions[i]
-        out.append(current)
-    return out
+    # the chunk's own position for the moment each picked row plays, and how far it pulls
+    anchors = [positions[late + k] if late + k < total else ahead.position(late + k - total + 1) for k in range(n)]
+    pulls = [ANCHOR * (k + 1) / n for k in range(n)]
+    start = picked[0]
+    columns = []
+    for c, q, f, d, stop, column, anchor in zip(before, previous, fastest, ahead.direction, ahead.stop,
+                                                 zip(*positions), zip(*anchors)):
+        out = []
+        for p, w, a in zip(column[start:start + n], pulls, anchor):
+            m = c + (p - q)
+            m = m + w * (a - m)
+            # the pull never makes a joint faster than the chunk itself ever moves it:
+            # min(f, m - c), then max(-f, ·), as those builtins choose
+            x = m - c
+            x = x if x < f else f
+            x = c + (x if x > -f else -f)
+            if d:
+                if (x - c) * d < 0:  # never against the chunk's direction of travel ...
+                    x = c
+                if stop is not None and (x - stop) * d > 0:  # ... nor past where it stops
+                    x = c if (c - stop) * d > 0 else stop
+            out.append(x)
+            c, q = x, p
+        columns.append(out)
+    if not columns:  # no joint to move: as many (empty) targets as rows
+        return [[] for _ in picked]
+    return [list(row) for row in zip(*columns)]
 
 
 def _fastest_steps(positions: List[Row], first: Row, previous: Row) -> Row:
     """Per joint, the largest step the chunk takes: between consecutive rows, and from `previous`
-    (where its first picked row moves from) to that row, `first`."""
-    fastest = [abs(a - b) for a, b in zip(first, previous)]
-    for before, row in zip(positions, positions[1:]):
-        fastest = [max(f, abs(a - b)) for f, a, b in zip(fastest, row, before)]
-    return fastest
+    (where its first picked row moves from) to that row, `first`. One max() down each joint's
+    column, taking the steps in the order (and by the comparison) of max() row after row."""
+    return [max(chain((f,), map(abs, map(sub, column[1:], column))))
+            for f, column in zip(map(abs, map(sub, first, previous)), zip(*positions))]
 
 
 class _Heading:

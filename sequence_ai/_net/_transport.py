@@ -133,6 +133,11 @@ class GatewayTransport(Protocol):
     def close(self) -> None: ...
 
 
+# The encoder json.dumps(ensure_ascii=False, separators=(",", ":"), allow_nan=False) makes for
+# every call, made once (it keeps no state between calls: each encode() has its own).
+_COMPACT = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def compact_json(value: Any) -> bytes:
     """JSON as it goes on the wire: compact, UTF-8, no NaN/inf (ValueError)."""
-    return _json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return _COMPACT.encode(value).encode("utf-8")
