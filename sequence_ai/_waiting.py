@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, Optional
 
 __all__ = ["InterruptFlag", "Interrupted", "Waiter", "blocking_wait", "wait_on"]
 
@@ -59,12 +59,6 @@ class InterruptFlag:
 
     def is_set(self) -> bool:
         return self._up
-
-    def gate(self) -> Any:
-        """The raw lock held while the flag is down. `wait` is: acquire it with a timeout and, once
-        acquired (the flag is up), release it at once; a waiter that waits on this flag every tick
-        (the pacer) does the same with two C calls."""
-        return self._gate
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """True once the flag is up; False after `timeout` seconds without it."""

@@ -8,7 +8,7 @@ pacer that blocks until the next timer tick, so the robot has exactly one clock.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from .._waiting import POLL_S, InterruptFlag, blocking_wait
 
@@ -43,8 +43,7 @@ class MonotonicPacer:
         self._next_due: Optional[float] = None
         self.reanchors = 0
         self._waits_on: Optional[Callable[[], bool]] = None  # the `interrupted` of the last wait ...
-        self._block: Callable[[float], bool] = time.sleep  # ... and how to wait on it (blocking_wait),
-        self._gate: Any = None  # or on its InterruptFlag's gate
+        self._block: Callable[[float], bool] = time.sleep  # ... and how to wait on it (blocking_wait)
 
     def reset(self) -> None:
         self._next_due = None
@@ -60,14 +59,8 @@ class MonotonicPacer:
         if self._clock is time.monotonic:
             if remaining > 0:
                 if interrupted is not self._waits_on:  # a run passes the same one every action
-                    flag = getattr(interrupted, "__self__", None)
                     self._waits_on, self._block = interrupted, blocking_wait(interrupted)
-                    self._gate = flag.gate() if isinstance(flag, InterruptFlag) else None
-                gate = self._gate
-                if gate is None:
-                    self._block(remaining)  # an Event wakes it at once; other callables are polled
-                elif gate.acquire(True, remaining):  # InterruptFlag.wait: the flag went up ...
-                    gate.release()  # ... and the gate is passed on
+                self._block(remaining)  # a flag wakes it at once; other callables are polled
             return
         while not interrupted():  # an injected clock (tests): its sleep, in slices
             remaining = self._next_due - self._clock()

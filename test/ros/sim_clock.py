@@ -11,9 +11,12 @@ harness created its ROS entities, and the node's clock with it.)
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 from builtin_interfaces.msg import Time
+from rclpy.clock import Clock as ROSClock
+from rclpy.clock import ClockType
 from rosgraph_msgs.msg import Clock
 
 from sequence_ai_ros.spinning import Spinning
@@ -32,12 +35,20 @@ def main() -> None:
     with Spinning() as spun:
         node = spun.create_node("test_sim_clock")
         publisher = node.create_publisher(Clock, "/clock", 10)
-        spun.spin([node])
-        while (now := time.monotonic()) < until:
+        ended = threading.Event()
+
+        def tick() -> None:
+            now = time.monotonic()
+            if now >= until:
+                ended.set()
+                return
             sim_t = sim_time_s(wall_start, now)
             publisher.publish(Clock(clock=Time(sec=int(sim_t), nanosec=int((sim_t % 1) * 1e9))))
-            time.sleep(PERIOD_S)
 
+        # a timer on the wall clock: this node's own time is not simulated
+        node.create_timer(PERIOD_S, tick, clock=ROSClock(clock_type=ClockType.STEADY_TIME))
+        spun.spin([node])
+        ended.wait(max(0.0, until - time.monotonic()) + 5.0)
 
 if __name__ == "__main__":
     main()
