@@ -7,6 +7,7 @@ pacer that blocks until the next timer tick, so the robot has exactly one clock.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable, Optional
 
@@ -32,7 +33,10 @@ class Pacer(Protocol):
 class MonotonicPacer:
     """Absolute schedule: action k is due at anchor + k·period. When the loop falls more than one
     period behind (a stall, a slow act()), the schedule re-anchors at now instead of bursting
-    actions to catch up. Never busy-waits: when `interrupted` is the `is_set` of a threading.Event
+    actions to catch up. Less than a period behind (this thread woke late on a busy machine), the
+    schedule holds, but no wait returns less than half a period after the one before: the action
+    after a late one waits that long, the next is on the schedule again (the ROS timer's pacer
+    keeps the same spacing, sequence_ai_ros/ticks.py). Never busy-waits: when `interrupted` is the `is_set` of a threading.Event
     or of an InterruptFlag it blocks on that flag (one wake-up per period), otherwise it sleeps in
     slices of at most POLL_S."""
 
@@ -41,6 +45,7 @@ class MonotonicPacer:
         self._clock = clock
         self._sleep = sleep
         self._next_due: Optional[float] = None
+        self._released = -math.inf  # when the latest wait returned
         self.reanchors = 0
         self._waits_on: Optional[Callable[[], bool]] = None  # the `interrupted` of the last wait ...
         self._block: Callable[[float], bool] = time.sleep  # ... and how to wait on it (blocking_wait)
@@ -55,15 +60,17 @@ class MonotonicPacer:
                 self.reanchors += 1
             self._next_due = now
         self._next_due += period_s
-        remaining = self._next_due - self._clock()
+        due = max(self._next_due, self._released + period_s / 2)
+        remaining = due - self._clock()
         if self._clock is time.monotonic:
             if remaining > 0:
                 if interrupted is not self._waits_on:  # a run passes the same one every action
                     self._waits_on, self._block = interrupted, blocking_wait(interrupted)
                 self._block(remaining)  # a flag wakes it at once; other callables are polled
-            return
-        while not interrupted():  # an injected clock (tests): its sleep, in slices
-            remaining = self._next_due - self._clock()
-            if remaining <= 0:
-                return
-            self._sleep(min(remaining, POLL_S))
+        else:
+            while not interrupted():  # an injected clock (tests): its sleep, in slices
+                remaining = due - self._clock()
+                if remaining <= 0:
+                    break
+                self._sleep(min(remaining, POLL_S))
+        self._released = self._clock()

@@ -46,6 +46,31 @@ def test_pacer_reanchors_instead_of_bursting_when_more_than_one_period_late():
     assert pacer.reanchors == 1
 
 
+def test_after_a_late_wake_up_the_next_wait_lasts_half_a_period_then_the_schedule_holds():
+    # A 10 ms period (one sleep per wait, under POLL_S). The wait for action 2 wakes 8 ms late (a
+    # busy machine). Action 3 is due 2 ms later by the schedule: it waits until half a period after
+    # action 2 instead of going out at once, and action 4 is on the schedule again.
+    assert POLL_S > 0.01
+    clock = FakeClock()
+    overshoot = iter([0.0, 0.008, 0.0, 0.0])
+    late_by = 0.0
+
+    def sleep(seconds):
+        nonlocal late_by
+        clock.sleep(seconds)
+        clock.now += late_by
+        late_by = 0.0
+
+    pacer = MonotonicPacer(clock, sleep)
+    released = []
+    for late in overshoot:
+        late_by = late
+        pacer.wait(0.01, lambda: False)
+        released.append(round(clock.now - 100.0, 9))
+    assert released == [0.01, 0.028, 0.033, 0.04]
+    assert pacer.reanchors == 0
+
+
 def test_pacer_sleeps_in_slices_no_longer_than_the_poll_interval():
     clock = FakeClock()
     pacer = MonotonicPacer(clock, clock.sleep)

@@ -94,7 +94,11 @@ def test_run_paces_actions_at_the_chunk_control_frequency(platform):
     gaps = [b - a for a, b in zip(robot.act_times, robot.act_times[1:])]
     mean = sum(gaps) / len(gaps)
     assert abs(mean - PERIOD) < 0.01, mean
-    assert min(gaps) > 0.5 * PERIOD  # no bursts
+    # No bursts: the pacer lets no wait end less than half a period after the one before, even
+    # after a late wake-up on a loaded machine (test_pacing.py pins that on its own clock). The
+    # act follows the wait after the loop's own work on this thread, which a busy machine can
+    # delay by different amounts, hence a quarter here (a burst, as before the rule, is ~0).
+    assert min(gaps) > 0.25 * PERIOD, [round(g / PERIOD, 2) for g in gaps]
 
 
 def test_after_a_short_stall_the_next_action_waits_a_full_period(platform):
