@@ -9,11 +9,13 @@ The node also calls `on_beat()` just before each command goes out: the run's fir
 the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
 commands are one period apart — the spacing the step and velocity checks assume. And no command
 goes out less than half a period after the one before, on the timer's clock (sim time too): such
-a command waits for the next tick. That happens when its tick came moments after the previous
-command went out — the previous tick's callback ran late (a busy executor; rcl puts the next call
-on the next period boundary, which may then be a few milliseconds away), or the previous command's
-thread was held up after its tick (a starved CPU, a long-held GIL). A timer that is late by the
-same amount on every call keeps its commands a period apart, and they all go out.
+a command waits until then, off the beat, and the next one is on its tick again. That happens
+when its tick came moments after the previous command went out — the previous tick's callback ran
+late (a busy executor; rcl puts the next call on the next period boundary, which may then be a few
+milliseconds away), or the previous command's thread was held up after its tick (a starved CPU, a
+long-held GIL). Waiting for the next tick instead would drop a whole period each time, and every
+row after it would play that much later. A timer that is late by the same amount
+on every call keeps its commands a period apart, and they all go out.
 
 A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
 until the node calls `sent()` after publishing, at most HANDOFF_S. Otherwise the executor's own
@@ -33,6 +35,8 @@ __all__ = ["TimerTicks"]
 # Longest wait without looking at an `interrupted` that cannot wake the wait itself (a plain
 # callable; the Policy's interrupt flag wakes it at once).
 _POLL_S = 0.02
+# Shortest turn of the wait for the spacing (a clock that moves slower than the wall's).
+_MIN_WAIT_S = 0.0005
 # Longest the timer's thread stands aside after a tick for the loop's command to go out.
 HANDOFF_S = 0.005
 
@@ -113,7 +117,7 @@ class TimerTicks:
         """Just before a command goes out: at once when a tick released the loop and nothing was
         published since; otherwise (a run's first command, the first after a stall) at the next
         tick, which then counts as this command's. Either way, not less than half a period after
-        the command before went out (`sent`): then at the tick after."""
+        the command before went out (`sent`): until then, on the timer's clock."""
         with self._cond:
             waited = not self._released
             self._released = False
@@ -121,9 +125,9 @@ class TimerTicks:
             try:
                 if waited:
                     self._await_tick_after(self._ticks, interrupted)
-                while self._too_soon() and not interrupted():
-                    self._await_tick_after(self._ticks, interrupted)
-                    waited = True
+                ticks = self._ticks
+                self._await_spacing(interrupted)
+                waited = waited or self._ticks != ticks
             finally:
                 self._beat_waiting = False
             if waited:  # the tick this command goes out on is the loop's latest
@@ -133,6 +137,14 @@ class TimerTicks:
     def _wake(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+    def _await_spacing(self, interrupted: Callable[[], bool]) -> None:
+        """Block (lock held, released while waiting) until half a period after the latest command
+        on the timer's clock, or an interrupt. The wait is timed in wall seconds and the timer's
+        clock read again after it: a sim clock at another rate takes another turn."""
+        while self._too_soon() and not interrupted():
+            left = self._beat_at + self._period_s / 2 - self._now()
+            self._cond.wait(min(max(left, _MIN_WAIT_S), _POLL_S))
 
     def _await_tick_after(self, count: int, interrupted: Callable[[], bool]) -> None:
         """Block (lock held, released while waiting) until tick number `count` + 1 or an interrupt.

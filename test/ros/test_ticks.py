@@ -29,10 +29,15 @@ class WatchedTicks(TimerTicks):
         super().__init__(*args, **kwargs)
         self.given = 0
         self.awaiting = None  # the number of the tick a blocked call waits for
+        self.looks = 0
 
     def tick(self) -> None:
         self.given += 1
         super().tick()
+
+    def _too_soon(self) -> bool:
+        self.looks += 1  # each look at the timer's clock for the spacing
+        return super()._too_soon()
 
     def _await_tick_after(self, count, interrupted) -> None:
         self.awaiting = count + 1
@@ -163,31 +168,72 @@ def on_the_beat(ticks: WatchedTicks) -> None:
     assert released_by(ticks, beats(ticks)) == 0
 
 
-@pytest.mark.parametrize("after_s, held", [(0.04, False), (0.009, True)], ids=["a-period-on", "9ms-on"])
-def test_a_command_less_than_half_a_period_after_the_one_before_waits_for_the_next_tick(after_s, held):
-    # The previous tick's callback ran late (a busy executor) and rcl put the next call on the
-    # next period boundary, 9 ms later; or the previous command's thread was held up after its
-    # tick. The command this tick releases would go out that close to the one before; it goes out
-    # on the next tick instead.
+def spaced_on_the_clock(ticks: WatchedTicks, clock: HandClock, call, until_t: float) -> None:
+    """`call` (on a thread of its own) waits for the spacing on the timer's clock: it still waits
+    after looking at the clock at 1 ms before `until_t`, and returns once the clock is there,
+    with no tick given."""
+    done = threading.Event()
+    given, looks = ticks.given, ticks.looks
+    clock.t = until_t - 0.001
+    thread = threading.Thread(target=lambda: (call(), done.set()), daemon=True)
+    thread.start()
+    assert wait_until(lambda: done.is_set() or ticks.looks >= looks + 2, 10.0), "never looked at the clock"
+    assert not done.is_set(), "went out less than half a period after the command before"
+    clock.t = until_t
+    assert done.wait(10.0), "still waiting half a period after the command before"
+    thread.join(10.0)
+    assert ticks.given == given, "waited for a tick, not for the spacing"
+
+
+def test_a_command_a_period_after_the_one_before_goes_out_on_its_tick():
     clock = HandClock()
     ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
-    clock.t += after_s
+    clock.t += 0.04
     ticks.tick()  # releases the loop
     assert released_by(ticks, waits(ticks)) == 0  # due at once
-    assert released_by(ticks, beats(ticks), clock, (PERIOD, PERIOD)) == (1 if held else 0)
+    assert released_by(ticks, beats(ticks), clock, (PERIOD, PERIOD)) == 0
+
+
+def test_a_command_less_than_half_a_period_after_the_one_before_waits_until_half_a_period():
+    # The previous tick's callback ran late (a busy executor) and rcl put the next call on the
+    # next period boundary, 9 ms later; or the previous command's thread was held up after its
+    # tick. The command this tick releases would go out that close to the one before; it goes out
+    # half a period after that one instead, not a whole period later on the next tick (which
+    # would play every row after it a period late), and the next command is on its tick again.
+    clock = HandClock()
+    ticks = WatchedTicks(PERIOD, now=clock)
+    on_the_beat(ticks)
+    before = clock.t
+    clock.t += 0.009
+    ticks.tick()  # releases the loop
+    assert released_by(ticks, waits(ticks)) == 0  # due at once
+    spaced_on_the_clock(ticks, clock, beats(ticks), before + PERIOD / 2 + 1e-6)
+    clock.t = before + 0.009 + PERIOD  # the tick after
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
 
 
 def test_the_first_command_after_a_stall_also_keeps_half_a_period_from_the_one_before():
     # A stall's first command waits for a tick anyway; when that tick comes moments after the
-    # command before (a late callback, then the boundary), it waits for the one after.
+    # command before (a late callback, then the boundary), it then waits for the spacing too.
     clock = HandClock()
     ticks = WatchedTicks(PERIOD, now=clock)
     on_the_beat(ticks)
+    before, given = clock.t, ticks.given
     ticks.reset()  # the buffer ran dry: the loop restarts the schedule
-    clock.t += 0.01
-    # its tick 15 ms after the command before: not that one, the next
-    assert released_by(ticks, beats(ticks), clock, (0.005, PERIOD, PERIOD)) == 2
+    outcome = []
+    waiter = threading.Thread(target=lambda: outcome.append(ticks.on_beat(gives_up_after(10.0))), daemon=True)
+    waiter.start()
+    assert wait_until(lambda: ticks.awaiting == ticks.given + 1, 10.0)
+    clock.t = before + 0.015  # its tick, 15 ms after the command before
+    looks = ticks.looks
+    ticks.tick()
+    assert wait_until(lambda: ticks.looks >= looks + 3, 10.0)  # the tick's look, then two of the waiter's
+    assert not outcome, "went out 15 ms after the command before"
+    clock.t = before + PERIOD / 2 + 1e-6
+    waiter.join(10.0)
+    assert outcome == [None] and ticks.given == given + 1
 
 
 def test_the_spacing_counts_from_a_command_that_went_out_not_one_that_did_not():
@@ -243,12 +289,9 @@ def test_a_command_held_back_is_waiting_and_its_tick_does_not_stand_aside():
     ticks.tick()  # 5 ms after the command before: this one stays back
     assert time.monotonic() - started < 2.0, "stood aside for a command the spacing holds back"
     assert ticks.command_waiting
-    clock.t += PERIOD
-    ticker = threading.Thread(target=ticks.tick)  # stands aside until the command is sent
-    ticker.start()
+    clock.t += PERIOD  # half a period after the command before: it goes out, off the beat
     waiter.join(5.0)
-    ticker.join(5.0)
-    assert not waiter.is_alive() and not ticker.is_alive() and not ticks.command_waiting
+    assert not waiter.is_alive() and not ticks.command_waiting
 
 
 def test_a_period_that_is_not_a_positive_number_is_refused():
