@@ -8,7 +8,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 import psutil
@@ -43,7 +42,6 @@ def test_human_output_says_what_to_export_and_ctrl_c_stops_it():
     lines = [proc.stdout.readline() for _ in range(3)]
     assert "export SEQUENCES_BASE_URL=http://127.0.0.1:" in lines[1]
     assert "export SEQUENCES_API_KEY=seq_test_" in lines[2]
-    time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(10) == 0
 

@@ -31,8 +31,8 @@ def test_warming_detail_form_on_connect_ready_and_act_then_ready(platform):
         assert detail["status"] == "warming_up" and detail["retry_after_s"] == 1
         assert detail["warming_job_id"] == armed["warming_job_id"] and detail["message"]
         assert ready == {**ready, "ready": False, "eta_s": 180.0, "status": "starting"}
-        time.sleep(1.05)
-        assert g.get("/v1/act/ready", params={"model": "pi05-droid"}).json()["ready"] is True
+        assert wait_until(lambda: g.get("/v1/act/ready", params={"model": "pi05-droid"}).json()["ready"] is True,
+                          10.0, poll_s=0.05), "the 1 s warming never ended"
         assert g.post("/v1/act/connect", json={"model": "pi05-droid", "session": "a" * 32}).status_code == 200
     assert _act(answer).status_code == 200
 
@@ -203,7 +203,7 @@ def test_restart_worker_kills_requests_in_flight(fresh_platform):
 
     thread = threading.Thread(target=slow_act)
     thread.start()
-    time.sleep(0.5)
+    assert wait_until(lambda: fresh_platform.arrivals("worker POST /act") == 1, 10.0), "the act never reached the worker"
     fresh_platform.fault("restart_worker")
     thread.join(5)
     assert "error" in outcome, outcome

@@ -28,6 +28,7 @@ from _hostile import (
     trickle,
 )
 from _loop_robot import Robot, observation, run_kwargs
+from eventually import wait_until
 
 from sequence_ai import SequencesError, Unavailable, connect
 from sequence_ai._net._http11 import pinned_client
@@ -141,10 +142,7 @@ def test_close_returns_in_bounded_time_and_ends_a_post_stuck_on_a_trickling_gate
     closed, _ = finishes_within(8.0, policy.close)  # the queued reports meet the trickle now
     assert closed, "close() wedged on a trickling gateway"
     stuck = lambda: [t for t in threading.enumerate() if t.name == "sequence-ai-telemetry" and t.is_alive()]  # noqa: E731
-    deadline = time.monotonic() + 3.0
-    while stuck() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not stuck(), "a telemetry post is still reading the trickle after close()"
+    assert wait_until(lambda: not stuck(), 3.0), "a telemetry post is still reading the trickle after close()"
 
 
 # -- item 6: caps on every answer, header block and line, on both HTTP paths ----------------------

@@ -38,14 +38,28 @@ GRIPPER = "fr3_finger_joint1"
 
 @pytest.fixture(scope="module")
 def node_under_test(local_platform, tmp_path_factory):
-    with node_for_the_module(local_platform, tmp_path_factory.mktemp("ros_inputs")) as (harness, started):
+    # Diagnostics four times a second: each case waits for one that shows the node took its messages.
+    with node_for_the_module(local_platform, tmp_path_factory.mktemp("ros_inputs"),
+                             diagnostics_period_s=0.25) as (harness, started):
         yield (harness, *started)
 
 
-def _replacing(harness, publisher, make: Callable[[], object], period_s: float):
+def _replacing(harness, planner, publisher, make: Callable[[], object], period_s: float,
+               taken: Callable[[object], bool], after_s: float = 0.0):
+    """Publishes `make()` every period_s in place of the arm double's messages, once the node's
+    diagnostics, published `after_s` or more after the switch, show `taken`: ours are its latest."""
+    switched = time.time()
     timer = harness.node.create_timer(period_s, lambda: publisher.publish(make()))
-    time.sleep(0.4)  # several of ours have arrived: they are the latest sample now
+    if planner.diagnosed_after(switched + after_s, taken) is None:
+        _stop(harness, timer)
+        raise AssertionError(f"the node's diagnostics never showed our messages: {planner.diagnostics}")
     return timer
+
+
+def _joints_fresh(status) -> bool:
+    """The node's joint state is under 0.25 s old: half a second after the arm double stopped, ours."""
+    age = next(kv.value for kv in status.values if kv.key.startswith("age_s") and kv.key.endswith("/joint_states"))
+    return age != "never" and float(age) < 0.25
 
 
 def _stop(harness, timer) -> None:
@@ -102,7 +116,8 @@ def test_an_unusable_image_ends_the_goal_before_any_action(node_under_test, defe
     make, named, reason = BAD_IMAGES[defect]
     topic = f"{arm.ns}/cameras/wrist_left/image_raw"
     arm.silent_views.add("wrist_left")
-    timer = _replacing(harness, arm.image_pubs["wrist_left"], make(harness), 1 / 15)
+    timer = _replacing(harness, planner, arm.image_pubs["wrist_left"], make(harness), 1 / 15,
+                       lambda status: topic in status.message and named in status.message)
     try:
         response, commands = _goal(harness, planner, arm, max_actions=10)
     finally:
@@ -124,7 +139,8 @@ def test_an_unusable_image_is_reported_on_diagnostics_before_any_goal(node_under
     make, named, _ = BAD_IMAGES[defect]
     topic = f"{arm.ns}/cameras/wrist_left/image_raw"
     arm.silent_views.add("wrist_left")
-    timer = _replacing(harness, arm.image_pubs["wrist_left"], make(harness), 1 / 15)
+    timer = _replacing(harness, planner, arm.image_pubs["wrist_left"], make(harness), 1 / 15,
+                       lambda status: topic in status.message and named in status.message)
     try:
         def reported() -> bool:  # this defect: the status may still name the one before for a moment
             status = planner.diagnostics
@@ -180,13 +196,15 @@ def test_untrusted_joint_states_end_the_goal_with_one_hold_at_the_last_trusted_p
     make, named, reason = BAD_JOINTS[defect]
     trusted = arm.q.tolist()  # where the arm double's own (last good) joint states put it
     arm.joint_states_on = False
-    timer = _replacing(harness, arm.joint_pub, make(harness, arm), 0.01)
+    timer = _replacing(harness, planner, arm.joint_pub, make(harness, arm), 0.01,
+                       lambda status: named in status.message)
     try:
         response, commands = _goal(harness, planner, arm, max_actions=10)
     finally:
         _stop(harness, timer)
         arm.joint_states_on = True
-        time.sleep(0.2)
+        # the next case's last trusted position: the node has the arm double's good joint states again
+        planner.diagnosed_after(time.time(), lambda status: status.level == b"\x00")
     result = response.result
     assert response.status == 6 and result.status == Act.Result.STATUS_STALE_INPUT
     assert result.outcome.reason == reason and result.outcome.actions == 0 and result.outcome.held
@@ -202,7 +220,8 @@ def test_untrusted_joint_states_end_the_goal_with_one_hold_at_the_last_trusted_p
 def test_a_joint_state_stamped_in_the_future_is_reported_on_diagnostics(node_under_test):
     harness, process, arm, planner = node_under_test
     arm.joint_states_on = False
-    timer = _replacing(harness, arm.joint_pub, _stamped(harness, arm, 3600.0), 0.01)
+    timer = _replacing(harness, planner, arm.joint_pub, _stamped(harness, arm, 3600.0), 0.01,
+                       lambda status: "ahead" in status.message)
     try:
         def reported() -> bool:
             status = planner.diagnostics
@@ -228,7 +247,8 @@ def test_joint_states_are_read_by_name_whatever_their_order_extras_or_fresh_stam
     harness, process, arm, planner = node_under_test
     arm.joint_states_on = False
     start = arm.q.tolist()
-    timer = _replacing(harness, arm.joint_pub, READABLE_JOINTS[variant](harness, arm), 0.01)
+    timer = _replacing(harness, planner, arm.joint_pub, READABLE_JOINTS[variant](harness, arm), 0.01,
+                       _joints_fresh, after_s=0.5)
     try:
         response, commands = _goal(harness, planner, arm, max_actions=10)
     finally:

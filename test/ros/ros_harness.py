@@ -144,14 +144,14 @@ class ArmDouble:
         passed), and a moment more for any extra one: this process may receive reliable samples
         late, after a repair."""
         wait_until(lambda: len([t for t, _ in self.command_log() if t >= since]) >= expected, timeout_s)
-        time.sleep(0.2)
+        time.sleep(0.2)  # fixed: after its hold a node may send nothing more (or be gone) to bound this by
         return [(t, v) for t, v in self.command_log() if t >= since]
 
     def settled_stamps(self, expected: int, timeout_s: float = 5.0) -> List[float]:
         """The node's publish stamps (`sent_at`) once `expected` commands have arrived, and a moment
         more, as settled_commands: for timing by the node's clock rather than on arrival."""
         wait_until(lambda: len(self.sent_at) >= expected, timeout_s)
-        time.sleep(0.2)
+        time.sleep(0.2)  # fixed, as in settled_commands
         with self._lock:
             return list(self.sent_at)
 
@@ -176,6 +176,7 @@ class Planner:
         node.create_subscription(String, f"{ns}/sequence_ai_policy/instruction", self._on_instruction, LATCHED)
         self.inputs_fresh = False
         self.diagnostics = None  # the node's latest DiagnosticStatus
+        self.diagnosed: List[Tuple[float, Any]] = []  # every one: (when the node published it, DDS stamp, wall; it)
         self._diagnostics_name = f"{ns}/sequence_ai_policy: policy loop"
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         # Feedback by a subscription of our own, not the action client's callback: rclpy forgets a
@@ -194,11 +195,22 @@ class Planner:
         if received is not None:
             received.append((time.monotonic(), message.feedback))
 
-    def _on_diagnostics(self, message) -> None:
+    def _on_diagnostics(self, message, info) -> None:
         for status in message.status:
             if status.name == self._diagnostics_name:
                 self.inputs_fresh = status.level == b"\x00"
                 self.diagnostics = status
+                self.diagnosed.append((info["source_timestamp"] * 1e-9, status))
+
+    def diagnosed_after(self, wall_s: float, shows: Callable[[Any], bool] = lambda status: True,
+                        timeout_s: float = 10.0) -> Any:
+        """The first status the node published after `wall_s` (time.time()) that `shows`, waited
+        for; None if none came. A later message from the node: it bounds a wait for one it must not
+        have sent, by the node's own progress."""
+        def found() -> Any:
+            return next((status for stamp, status in list(self.diagnosed) if stamp > wall_s and shows(status)), None)
+        wait_until(found, timeout_s)
+        return found()
 
     def ready(self) -> bool:
         return bool(self.warming) and self.warming[-1].ready

@@ -154,7 +154,8 @@ def test_dry_run_computes_but_publishes_nothing(ros, policy_node, platform):
     process, arm, planner = start_arm(ros, policy_node, platform, dry_run=True)
     result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
     assert result.status == Act.Result.STATUS_TIMEOUT and result.outcome.actions > 5
-    time.sleep(0.3)
+    # A message the node published after its result reached us: a command of the run came before.
+    assert planner.diagnosed_after(time.time()) is not None, "no diagnostics from the node"
     assert arm.command_log() == []
     process.stop()
     assert "dry_run: position command" in process.output()
@@ -165,7 +166,8 @@ def test_joint_trajectory_commands_carry_names_and_positions(ros, policy_node, p
     result = Planner.result(planner.send("pick up the red cube", max_seconds=1.5)).result
     assert result.status == Act.Result.STATUS_TIMEOUT, result.message
     wait_until(lambda: len(arm.trajectories) >= result.outcome.actions + 1, 5.0)  # this process may receive late
-    time.sleep(0.2)  # and a moment more for any extra one
+    # and until the node published something after the hold arrived here, for any extra one
+    assert planner.diagnosed_after(time.time()) is not None, "no diagnostics from the node"
     received = arm.trajectories
     assert len(received) == result.outcome.actions + 1
     first = received[0]
@@ -182,7 +184,8 @@ def test_velocity_interface_holds_with_zero_velocity(ros, policy_node, platform)
     commands = arm.settled_commands(result.outcome.actions + 1)
     assert len(commands) >= result.outcome.actions + 1
     assert commands[-1][1][:7] == [0.0] * 7, "the hold of a velocity controller is zero"
-    time.sleep(0.4)  # five more ticks: nothing after the final hold
+    # five more ticks by the node's clock (its diagnostics, stamped after the hold's stamp): nothing after the hold
+    assert planner.diagnosed_after(arm.sent_at[-1] + 5 * PERIOD) is not None, "no diagnostics from the node"
     assert len(arm.command_log()) == len(commands)
     assert any(abs(v) > 1e-6 for _, c in commands[:-1] for v in c[:7]), "the run itself moved"
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+
+from eventually import wait_until
 
 from sequence_ai._loop._pacing import POLL_S, InterruptFlag, MonotonicPacer, Pacer
 
@@ -139,7 +142,9 @@ def test_interrupt_flag_wakes_every_waiter_at_once():
     waiters = [threading.Thread(target=lambda: woke.append(flag.wait(5.0))) for _ in range(3)]
     for waiter in waiters:
         waiter.start()
-    time.sleep(0.05)
+    # every waiter inside wait() (its innermost Python frame: the lock it blocks on is C)
+    assert wait_until(lambda: all(getattr(sys._current_frames().get(w.ident), "f_code", None)
+                                  is InterruptFlag.wait.__code__ for w in waiters), 5.0)
     started = time.monotonic()
     flag.set()
     for waiter in waiters:
