@@ -82,8 +82,9 @@ def _answered(ros2, command, *args: str) -> str:
     """What a `ros2 param` command printed, sent once more if the first gets no answer in 20 s: a
     new CLI process's request can lose its reply while DDS is still matching the process with the
     node (seen on a loaded machine: a `ros2 param set` printed nothing in 60 s while the node
-    answered the same requests from other processes). Each of these requests is idempotent. (An
-    answer that is only slow, on a loaded machine, costs the same: stopped and asked again.)"""
+    answered the same requests from other processes; and once on an idle one, a `param get`). Each
+    of these requests is idempotent. (An answer that is only slow, on a loaded machine, costs the
+    same: stopped and asked again.)"""
     try:
         return command.finish(20.0)
     except AssertionError:
@@ -91,34 +92,37 @@ def _answered(ros2, command, *args: str) -> str:
     return ros2.start(*args).finish(60.0)
 
 
+def _param(ros2, *args: str):
+    """Start `ros2 param ARGS` now; the returned call gives what it printed (`_answered`)."""
+    command = ros2.start("param", *args)
+    return lambda: _answered(ros2, command, "param", *args)
+
+
 def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     ros2 = arms.ros2
-    gets = [ros2.start("param", "get", LEFT, "model") for _ in range(3)]
-    dump = ros2.start("param", "dump", LEFT)
-    step_args, sim_time_args = ("param", "set", LEFT, "max_step_rad", "0.5"), ("param", "set", LEFT, "use_sim_time", "true")
-    budget_args = ("param", "set", LEFT, "request_budget", "50.0")  # above its range, 0-30, and read-only
-    step, sim_time, budget = ros2.start(*step_args), ros2.start(*sim_time_args), ros2.start(*budget_args)
+    gets = [_param(ros2, "get", LEFT, "model") for _ in range(3)]
+    dump = _param(ros2, "dump", LEFT)
+    step = _param(ros2, "set", LEFT, "max_step_rad", "0.5")
+    sim_time = _param(ros2, "set", LEFT, "use_sim_time", "true")
+    budget = _param(ros2, "set", LEFT, "request_budget", "50.0")  # above its range, 0-30, and read-only
     # the right arm's request_budget came from its demo launch's argument
-    right_budget = ros2.start("param", "get", RIGHT, "request_budget")
+    right_budget = _param(ros2, "get", RIGHT, "request_budget")
     for get in gets:  # the node itself answers, every time
-        assert "String value is: pi05-droid" in get.finish(60.0)
-    dumped = yaml.safe_load(dump.finish(60.0))[LEFT]["ros__parameters"]
+        assert "String value is: pi05-droid" in get()
+    dumped = yaml.safe_load(dump())[LEFT]["ros__parameters"]
     assert set(PARAMETERS) | {"use_sim_time", "start_type_description_service"} == set(dumped)
     for name, value in arms.params.items():
         same = math.isclose(dumped[name], value) if isinstance(value, float) else dumped[name] == value
         assert same, f"{name}: dumped {dumped[name]!r}, params file {value!r}"
-    assert "Setting parameter failed: Trying to set a read-only parameter: max_step_rad." in \
-        _answered(ros2, step, *step_args)
+    assert "Setting parameter failed: Trying to set a read-only parameter: max_step_rad." in step()
     # use_sim_time too: read once at startup, a change at runtime would break a run silently.
-    assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in \
-        _answered(ros2, sim_time, *sim_time_args)
-    assert "Setting parameter failed: Trying to set a read-only parameter: request_budget." in \
-        _answered(ros2, budget, *budget_args)
-    assert f"Double value is: {float(arms.right_request_budget)}" in right_budget.finish(60.0)
-    after = [ros2.start("param", "get", LEFT, name) for name in ("max_step_rad", "use_sim_time", "request_budget")]
-    assert "Double value is: 0.2" in after[0].finish(60.0)
-    assert "Boolean value is: False" in after[1].finish(60.0)
-    assert "Double value is: 0.0" in after[2].finish(60.0)
+    assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in sim_time()
+    assert "Setting parameter failed: Trying to set a read-only parameter: request_budget." in budget()
+    assert f"Double value is: {float(arms.right_request_budget)}" in right_budget()
+    after = [_param(ros2, "get", LEFT, name) for name in ("max_step_rad", "use_sim_time", "request_budget")]
+    assert "Double value is: 0.2" in after[0]()
+    assert "Boolean value is: False" in after[1]()
+    assert "Double value is: 0.0" in after[2]()
 
 
 def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_rejected(arms):
