@@ -49,7 +49,11 @@ def test_above_the_window_the_arm_keeps_moving_with_requests_in_flight_and_each_
 
     # Each action carries the request and the observation it came from.
     chunks = [a.chunk for a in robot.played]
-    assert chunks == sorted(chunks) and len(set(chunks)) == out.chunks
+    assert chunks == sorted(chunks) and set(chunks) <= set(range(out.chunks)) and out.chunks - 1 in chunks
+    # Taking over, every chunk replaces the rows of the older ones when it arrives: two landing
+    # at one look leave the older unplayed (seen once, for chunk 1, in a fresh clone's make test,
+    # ±20 % latency). Few may.
+    assert out.chunks - len(set(chunks)) <= 2, sorted(set(chunks))
     for earlier, later in zip(robot.played, robot.played[1:]):
         if later.chunk != earlier.chunk:
             assert later.rid != earlier.rid and later.observed_at > earlier.observed_at
