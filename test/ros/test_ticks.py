@@ -6,6 +6,7 @@ loaded machine the test's threads run late, the ticks' order does not change."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -311,6 +312,15 @@ def test_after_a_stall_the_command_waits_for_a_tick_and_the_next_for_the_one_aft
     assert released_by(ticks, waits(ticks)) == 1
 
 
+def standing_aside(thread: threading.Thread) -> bool:
+    """`thread` is blocked in TimerTicks.tick's wait for the command to go out (by its frames)."""
+    frame, codes = sys._current_frames().get(thread.ident), set()
+    while frame is not None:
+        codes.add(frame.f_code)
+        frame = frame.f_back
+    return TimerTicks.tick.__code__ in codes and threading.Event.wait.__code__ in codes
+
+
 def test_a_tick_that_releases_the_loop_stands_aside_until_its_command_went_out():
     ticks = TimerTicks(PERIOD, handoff_s=5.0)
     ticks.reset()
@@ -326,8 +336,8 @@ def test_a_tick_that_releases_the_loop_stands_aside_until_its_command_went_out()
     timer = threading.Thread(target=ticks.tick)  # the timer's callback
     timer.start()
     assert released.wait(2.0)
-    time.sleep(0.2)  # fixed: standing aside shows nothing but the thread not ending; 0.2 s, of a 5 s handoff
-    assert timer.is_alive(), "the timer's thread went on before the command went out"
+    assert wait_until(lambda: standing_aside(timer), 5.0), "the timer's thread went on before the command went out"
+    assert timer.is_alive()
     ticks.sent()
     timer.join(2.0)
     assert not timer.is_alive()
