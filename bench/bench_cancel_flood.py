@@ -122,7 +122,7 @@ def measure(clients: int = 3, seconds: float = 20.0, mode: str = "thread", busy_
             estop_hz: float = 0.0, cancel_after_s: float = 0.3, log: Callable[..., None] = print) -> Dict[str, Any]:
     """The summed counts of `clients` flooding processes, or {"skipped": why}."""
     try:
-        from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
+        from sequence_ai_ros.tools.processes import NodeProcess, config_path, ros_environment
     except ImportError as exc:
         return {"skipped": f"ROS not importable ({exc}); run through scripts/workspace.sh"}
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})

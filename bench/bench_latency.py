@@ -47,7 +47,7 @@ import common
 
 HZ, HORIZON, ROWS, JITTER = 15.0, 8, 15, 0.2
 WINDOW_S, CHUNK_S = HORIZON / HZ, ROWS / HZ
-HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]  # sequence_ai_ros/sim_robot.py
+HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]  # sequence_ai_ros/tools/sim_robot.py
 SETTLE_RAD = 0.02
 INSTRUCTION = "put the red block in the bowl"
 SWAPPED_TO = "open the top drawer"

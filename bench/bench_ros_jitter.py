@@ -137,8 +137,8 @@ def measure(seconds: float = 20.0, log: Callable[..., None] = print, record: boo
         from sequence_ai_ros.action import Act
         from sequence_ai_ros.msg import WarmingStatus
 
-        from sequence_ai_ros.processes import NodeProcess, ros_environment
         from sequence_ai_ros.spinning import Spinning
+        from sequence_ai_ros.tools.processes import NodeProcess, ros_environment
     except ImportError as exc:
         return {"skipped": f"ROS not importable ({exc}); run through scripts/workspace.sh bench"}
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})

@@ -50,8 +50,8 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     from sequence_ai_ros.msg import WarmingStatus
     from std_msgs.msg import Float64MultiArray
 
-    from sequence_ai_ros.processes import NodeProcess, config_path, ros_environment
     from sequence_ai_ros.spinning import Spinning
+    from sequence_ai_ros.tools.processes import NodeProcess, config_path, ros_environment
 
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
     tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
@@ -139,7 +139,7 @@ def measure(seconds: float = 20.0, latencies: Sequence[float] = (0.05, 0.6, 0.7,
     try:
         import rclpy  # noqa: F401
 
-        import sequence_ai_ros.processes  # noqa: F401
+        import sequence_ai_ros.tools.processes  # noqa: F401
     except ImportError as exc:
         return [{"latency_s": latency, "node": {"error": f"ROS not importable ({exc})"}} for latency in latencies]
     out = []

@@ -229,7 +229,7 @@ case "$cmd" in
   demo)
     prepare
     cd "$ROOT"
-    exec "$VENV/bin/python" -P -m sequence_ai_ros.demo "$@"
+    exec "$VENV/bin/python" -P -m sequence_ai_ros.tools.demo "$@"
     ;;
   bench)
     prepare

@@ -19,8 +19,8 @@ import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
-from .images import FrameRule
-from .inputs import LatestSample, joint_check
+from .inputs.images import FrameRule
+from .inputs.samples import LatestSample, joint_check
 from .parameters import NodeConfig
 from .qos import LATEST
 

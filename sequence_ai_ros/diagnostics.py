@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
-from .inputs import LatestSample, input_problem
+from .inputs.samples import LatestSample, input_problem
 
 __all__ = ["TickRate", "estop_status", "policy_loop_status"]
 

@@ -21,7 +21,7 @@ from typing import NoReturn
 
 __all__ = ["EXECUTABLES", "run"]
 
-EXECUTABLES = {"policy_node": "sequence_ai_ros.policy_node", "sim_robot": "sequence_ai_ros.sim_robot"}
+EXECUTABLES = {"policy_node": "sequence_ai_ros.policy_node", "sim_robot": "sequence_ai_ros.tools.sim_robot"}
 
 
 def _quiet_exit(*_: object) -> NoReturn:

@@ -36,21 +36,21 @@ from sequence_ai_ros.msg import RunOutcome, WarmingStatus
 from sequence_ai_ros.srv import SetInstruction
 
 from . import parameters
-from .arm import ArmLoop
-from .commands import CommandMapping, CommandPublisher
 from .companions import companion_node, subscribe_inputs
+from .control.arm import ArmLoop
+from .control.commands import CommandMapping, CommandPublisher
+from .control.realtime import ControlPriority
+from .control.ticks import TimerTicks
 from .diagnostics import TickRate, policy_loop_status
-from .estop import EStop
-from .goal_acceptance import GoalAcceptance
-from .goal_recording import GoalRecordings
-from .goal_run import GoalRun, GoalSlot
-from .goal_services import GoalServices
-from .outcome import SUCCEEDED, as_reported, end_goal, ending_of, feedback_message, outcome_message, status_for
+from .estop.topic import EStop
+from .goal.acceptance import GoalAcceptance
+from .goal.outcome import SUCCEEDED, as_reported, end_goal, ending_of, feedback_message, outcome_message, status_for
+from .goal.recording import GoalRecordings
+from .goal.services import GoalServices
+from .goal.slot import GoalRun, GoalSlot
+from .goal.time_bound import RunClock
 from .parameters import ConfigError
 from .qos import COMMANDS, LATCHED
-from .realtime import ControlPriority
-from .run_clock import RunClock
-from .ticks import TimerTicks
 from .warmup import WarmUp
 
 __all__ = ["PolicyNode"]

@@ -36,7 +36,7 @@ class MonotonicPacer:
     actions to catch up. Less than a period behind (this thread woke late on a busy machine), the
     schedule holds, but no wait returns less than half a period after the one before: the action
     after a late one waits that long, the next is on the schedule again (the ROS timer's pacer
-    keeps the same spacing, sequence_ai_ros/ticks.py). Never busy-waits: when `interrupted` is the `is_set` of a threading.Event
+    keeps the same spacing, sequence_ai_ros/control/ticks.py). Never busy-waits: when `interrupted` is the `is_set` of a threading.Event
     or of an InterruptFlag it blocks on that flag (one wake-up per period), otherwise it sleeps in
     slices of at most POLL_S."""
 

@@ -14,7 +14,7 @@ msg = pytest.importorskip("sequence_ai_ros.msg", reason="needs the built ROS wor
 
 from sequence_ai._loop._outcome import RunProgress
 from sequence_ai.recording import read_run
-from sequence_ai_ros.goal_recording import GoalRecordings
+from sequence_ai_ros.goal.recording import GoalRecordings
 
 JOINTS = [f"fr3_joint{i}" for i in range(1, 8)] + ["fr3_finger_joint1"]
 
@@ -79,7 +79,7 @@ def test_a_record_dir_that_cannot_be_created_is_refused_naming_it(tmp_path):
 
 def test_record_dir_without_the_record_extra_is_refused_naming_it(tmp_path):
     probe = ("import sys; sys.modules['mcap'] = None\n"
-             "from sequence_ai_ros.goal_recording import GoalRecordings\n"
+             "from sequence_ai_ros.goal.recording import GoalRecordings\n"
              "try:\n"
              f"    GoalRecordings.from_parameter({str(tmp_path)!r}, model='m', joint_names=(), camera_views=(), node='n')\n"
              "except ValueError as exc:\n"

@@ -31,7 +31,7 @@ from ros_harness import ArmDouble, Planner
 from sequence_ai_ros.action import Act
 from std_srvs.srv import Trigger
 
-from sequence_ai_ros.processes import ros_environment
+from sequence_ai_ros.tools.processes import ros_environment
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -27,8 +27,8 @@ from ros_harness import JOINTS, node_for_the_module
 from sensor_msgs.msg import Image, JointState
 from sequence_ai_ros.action import Act
 
-from sequence_ai_ros.images import FrameRule
-from sequence_ai_ros.inputs import BadInput, LatestSample, StaleInput, joint_check
+from sequence_ai_ros.inputs.images import FrameRule
+from sequence_ai_ros.inputs.samples import BadInput, LatestSample, StaleInput, joint_check
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

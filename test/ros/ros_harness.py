@@ -33,8 +33,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from unique_identifier_msgs.msg import UUID
 
-from sequence_ai_ros.processes import NodeProcess
 from sequence_ai_ros.spinning import Spinning
+from sequence_ai_ros.tools.processes import NodeProcess
 
 HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
 JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from sensor_msgs.msg import CompressedImage, Image
 
-from sequence_ai_ros.images import ImageConversionError, to_rgb
-from sequence_ai_ros.inputs import BadInput, LatestSample, StaleInput, read_joints
+from sequence_ai_ros.control.safety import CommandLimits, UnsafeCommand, check_command
+from sequence_ai_ros.inputs.images import ImageConversionError, to_rgb
+from sequence_ai_ros.inputs.samples import BadInput, LatestSample, StaleInput, read_joints
 from sequence_ai_ros.parameters import PARAMETERS
-from sequence_ai_ros.safety import CommandLimits, UnsafeCommand, check_command
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]

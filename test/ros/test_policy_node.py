@@ -35,7 +35,7 @@ def fifo_threads(pid: int) -> int:
 
 
 def test_the_timer_thread_always_and_the_goal_thread_while_driving_run_under_sched_fifo(ros, policy_node, platform):
-    from test_realtime import fifo_permitted
+    from fifo_probe import fifo_permitted
 
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted for this user (the node warns and runs at ordinary priority)")
@@ -265,7 +265,7 @@ def test_use_sim_time_paces_commands_and_bounds_the_goal_by_the_simulated_clock(
     import subprocess
     import sys
 
-    from sequence_ai_ros.processes import ros_environment
+    from sequence_ai_ros.tools.processes import ros_environment
 
     max_seconds = 2.0
     wall_start = time.monotonic()

@@ -13,7 +13,7 @@ from rcl_interfaces.srv import GetParameters, ListParameters
 from ros_harness import ArmDouble, Planner
 from sequence_ai_ros.action import Act
 
-from sequence_ai_ros.processes import NodeProcess, config_path
+from sequence_ai_ros.tools.processes import NodeProcess, config_path
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from ros2_commands import Background, Ros2, status_ok
 
-from sequence_ai_ros.processes import config_path, ros2_cli, ros_environment
+from sequence_ai_ros.tools.processes import config_path, ros2_cli, ros_environment
 
 POLICY = "/**/sequence_ai_policy"
 SIM = "/**/sim_robot"

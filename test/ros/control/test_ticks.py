@@ -13,7 +13,7 @@ import time
 import pytest
 from eventually import wait_until
 
-from sequence_ai_ros.ticks import TimerTicks
+from sequence_ai_ros.control.ticks import TimerTicks
 
 PERIOD = 1 / 15
 

@@ -17,7 +17,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import sequence_ai
 
-from .parameters import ConfigError, NodeConfig
+from ..parameters import ConfigError, NodeConfig
 
 __all__ = ["Command", "CommandMapping", "CommandPublisher"]
 

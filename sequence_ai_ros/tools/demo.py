@@ -50,8 +50,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from sequence_ai.platform.spawn import LocalPlatform
 
+    from ..spinning import Spinning
     from .processes import ros_environment
-    from .spinning import Spinning
 
     os.environ.update(ros_environment())
     logs = Path(tempfile.mkdtemp(prefix="sequence-ai-demo-"))

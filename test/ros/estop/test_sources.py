@@ -4,7 +4,7 @@ explicit release frees; the start latch; the heartbeat; a publisher that cannot 
 
 from __future__ import annotations
 
-from sequence_ai_ros.estop_sources import GONE_KEPT, UNLISTED_GRACE_S, EStopSources
+from sequence_ai_ros.estop.sources import GONE_KEPT, UNLISTED_GRACE_S, EStopSources
 
 A, B = b"A" * 16, b"B" * 16
 

@@ -27,9 +27,9 @@ try:
 except ImportError:  # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks
 
-from .diagnostics import estop_status
-from .estop_input import GID_BYTES, EStopInput
-from .estop_sources import EStopSources, Source
+from ..diagnostics import estop_status
+from .sources import EStopSources, Source
+from .take import GID_BYTES, EStopInput
 
 __all__ = ["EStop"]
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import sequence_ai
 
-from .goal_run import GoalRun, GoalSlot
+from .slot import GoalRun, GoalSlot
 
 __all__ = ["NO_RUN", "GoalServices"]
 

@@ -20,8 +20,8 @@ from typing import Any, Optional, Tuple
 from sequence_ai_ros.action import Act
 from sequence_ai_ros.msg import RunOutcome
 
-from .goal_run import RunStopped
-from .inputs import BadInput, StaleInput
+from ..inputs.samples import BadInput, StaleInput
+from .slot import RunStopped
 
 __all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "as_reported", "end_goal", "ending_of", "feedback_message", "outcome_message",
            "status_for"]

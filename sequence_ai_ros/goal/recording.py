@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from .parameters import ConfigError
+from ..parameters import ConfigError
 
 __all__ = ["GoalRecordings"]
 

@@ -17,9 +17,9 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import sequence_ai
 
+from ..inputs.samples import BadInput, LatestSample, StaleInput, image_of, read_joints
+from ..parameters import NodeConfig
 from .commands import Command, CommandMapping, CommandPublisher
-from .inputs import BadInput, LatestSample, StaleInput, image_of, read_joints
-from .parameters import NodeConfig
 from .safety import CommandLimits, UnsafeCommand, check_command
 
 __all__ = ["ArmLoop"]

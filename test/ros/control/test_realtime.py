@@ -4,37 +4,17 @@ never inherited by the threads it starts, restored after a goal, refused with on
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
+from fifo_probe import fifo_permitted, in_thread
 
-from sequence_ai_ros.realtime import ControlPriority
+from sequence_ai_ros.control.realtime import ControlPriority
 
 pytestmark = pytest.mark.ros
 
 
 def policy_of_this_thread() -> int:
     return os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
-
-
-def in_thread(fn):
-    """fn's value, computed on a throw-away thread (this one is left as it was)."""
-    result: list = []
-    thread = threading.Thread(target=lambda: result.append(fn()))
-    thread.start()
-    thread.join(10.0)
-    return result[0]
-
-
-def fifo_permitted() -> bool:
-    def attempt() -> bool:
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-            return True
-        except OSError:
-            return False
-
-    return in_thread(attempt)
 
 
 @pytest.mark.skipif(not fifo_permitted(), reason="SCHED_FIFO is not permitted for this user")

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 __all__ = ["LaunchProcess", "NodeProcess", "config_path", "ros2_cli", "ros_environment"]
 
-from .executables import EXECUTABLES
+from ..executables import EXECUTABLES
 
 
 def config_path(name: str) -> Path:

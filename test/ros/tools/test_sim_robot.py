@@ -15,7 +15,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.parameters import FRANKA_DQ_MAX
-from sequence_ai_ros.processes import NodeProcess, config_path
+from sequence_ai_ros.tools.processes import NodeProcess, config_path
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

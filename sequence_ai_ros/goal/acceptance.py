@@ -18,11 +18,11 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from .estop import EStop
-from .goal_fields import goal_fields_problem
-from .goal_run import GoalRun, GoalSlot
-from .qos import LATCHED
-from .warmup import WarmUp
+from ..estop.topic import EStop
+from ..qos import LATCHED
+from ..warmup import WarmUp
+from .fields import goal_fields_problem
+from .slot import GoalRun, GoalSlot
 
 __all__ = ["PREEMPT_WAIT_S", "GoalAcceptance"]
 

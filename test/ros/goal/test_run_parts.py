@@ -14,9 +14,9 @@ import pytest
 
 from sequence_ai import RunOutcome
 from sequence_ai_ros.companions import companion_arguments
-from sequence_ai_ros.goal_run import GoalRun, GoalSlot, RunStopped
-from sequence_ai_ros.outcome import as_reported, feedback_message, outcome_message
-from sequence_ai_ros.run_clock import SIM_TIME_WALL_MARGIN_S, RunClock
+from sequence_ai_ros.goal.outcome import as_reported, feedback_message, outcome_message
+from sequence_ai_ros.goal.slot import GoalRun, GoalSlot, RunStopped
+from sequence_ai_ros.goal.time_bound import SIM_TIME_WALL_MARGIN_S, RunClock
 
 pytestmark = pytest.mark.ros
 
@@ -118,7 +118,7 @@ class _Client:
 
 
 def test_a_change_asked_before_the_runs_first_observation_reaches_the_client_at_that_observation():
-    from sequence_ai_ros.goal_services import GoalServices
+    from sequence_ai_ros.goal.services import GoalServices
 
     client, announced = _Client("the last goal's"), []
     slot = GoalSlot(preempt=False, interrupt=Interrupts())
@@ -264,9 +264,9 @@ def test_act_publishes_the_command_validate_checked_for_that_very_row_and_no_oth
 
     from sequence_ai._catalogue._models import lookup
     from sequence_ai_ros import parameters
-    from sequence_ai_ros.arm import ArmLoop
-    from sequence_ai_ros.commands import CommandMapping, CommandPublisher
-    from sequence_ai_ros.inputs import LatestSample, joint_check
+    from sequence_ai_ros.control.arm import ArmLoop
+    from sequence_ai_ros.control.commands import CommandMapping, CommandPublisher
+    from sequence_ai_ros.inputs.samples import LatestSample, joint_check
     from sequence_ai_ros.qos import COMMANDS
     from sequence_ai_ros.spinning import Spinning
 

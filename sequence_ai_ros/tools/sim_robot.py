@@ -21,8 +21,8 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from .parameters import FRANKA_DQ_MAX, FRANKA_JOINTS, FRANKA_Q_MAX, FRANKA_Q_MIN
-from .spinning import Spinning
+from ..parameters import FRANKA_DQ_MAX, FRANKA_JOINTS, FRANKA_Q_MAX, FRANKA_Q_MIN
+from ..spinning import Spinning
 
 HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
 GRIPPER_OPEN, GRIPPER_CLOSED, GRIPPER_SPEED = 0.04, 0.0, 0.1

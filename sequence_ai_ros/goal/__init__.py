@@ -1,0 +1,1 @@
+"""A goal's life: which goal holds the slot, acceptance, services, outcome, recording, time bound."""

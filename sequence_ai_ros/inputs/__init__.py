@@ -1,0 +1,1 @@
+"""The node's inputs: the latest camera and joint-state samples, checked, and their images."""

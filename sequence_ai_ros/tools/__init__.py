@@ -1,0 +1,1 @@
+"""Beside the node, never imported by it: the demo, the simulated arm, the process launcher."""
