@@ -73,7 +73,7 @@ def companion_node(parent: Node, role: str, argv: Sequence[str]) -> Node:
 def subscribe_inputs(node: Node, config: NodeConfig, model: Any,
                      now_s: Callable[[], float]) -> Tuple[LatestSample, Dict[str, LatestSample]]:
     """The joint-state and camera caches, fed by subscriptions on `node` (the inputs companion).
-    Joint states are checked as they arrive, frames against the sizes `model` takes (inputs.py)."""
+    Joint states are checked as they arrive, frames against the sizes `model` takes (inputs/samples.py)."""
     joint_states = LatestSample(node.resolve_topic_name(config.joint_states_topic), config.max_joint_state_age_s,
                                 now_s, check=joint_check(config.joint_names, config.gripper_joint))
     node.create_subscription(JointState, config.joint_states_topic, joint_states.store, LATEST)

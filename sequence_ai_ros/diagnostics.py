@@ -1,6 +1,6 @@
 """The node's /diagnostics statuses: the policy loop's (loop rate, refill latency, underruns,
 input ages, and what would stop the next goal: a stale or malformed input, a worker not ready, the
-e-stop) and the e-stop's (every publisher on its topic and what it says)."""
+e-stop). The e-stop's own status is estop/status.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from .inputs.samples import LatestSample, input_problem
 
-__all__ = ["TickRate", "estop_status", "policy_loop_status"]
+__all__ = ["TickRate", "policy_loop_status"]
 
 
 class TickRate:
@@ -62,23 +62,3 @@ def policy_loop_status(*, name: str, model_id: str, target_hz: float, measured_h
         level, summary = DiagnosticStatus.ERROR, f"e-stop engaged on {estop}: goals are refused"
     return DiagnosticStatus(level=level, name=f"{name}: policy loop", message=summary, hardware_id=model_id,
                             values=values)
-
-
-def estop_status(*, name: str, topic: str, holds: Sequence[str], sources: Sequence, heartbeat_s: float,
-                 heartbeat_age_s: Optional[float], now_s: float) -> DiagnosticStatus:
-    """ERROR while the e-stop is engaged (the message says why), else OK. One value per publisher
-    on the topic (estop_sources.Source), gone ones included: `publisher <node> (gid <hex>)` →
-    pressing / released / silent / cannot connect / gone ... N s ago."""
-    values = [KeyValue(key="topic", value=topic), KeyValue(key="engaged", value=str(bool(holds)))]
-    if heartbeat_s > 0:
-        age = "never" if heartbeat_age_s is None else f"{heartbeat_age_s:.3f}"
-        values += [KeyValue(key="heartbeat_s", value=f"{heartbeat_s:g}"), KeyValue(key="last_message_age_s", value=age)]
-    for source in sources:
-        state = source.state if source.gone_s is None else f"{source.state} {now_s - source.gone_s:.0f} s ago"
-        values.append(KeyValue(key=f"publisher {source.label}", value=state))
-    values += [KeyValue(key=f"holds {i + 1}", value=hold) for i, hold in enumerate(holds)]
-    if holds:
-        level, summary = DiagnosticStatus.ERROR, f"e-stop engaged on {topic}: {'; '.join(holds)}"
-    else:
-        level, summary = DiagnosticStatus.OK, f"e-stop released ({len([s for s in sources if s.gone_s is None])} publisher(s))"
-    return DiagnosticStatus(level=level, name=f"{name}: e-stop", message=summary, hardware_id=topic, values=values)

@@ -12,7 +12,7 @@
 
 One goal runs at a time on its own thread, inside `Policy.run()`; the control timer (at the
 model's control frequency) is that loop's only clock. A goal the node cannot run is rejected at
-once (goal_acceptance.py). Every ending publishes exactly one hold and then the outcome, and leaves exactly one
+once (goal/acceptance.py). Every ending publishes exactly one hold and then the outcome, and leaves exactly one
 terminal goal state.
 """
 
@@ -79,7 +79,7 @@ class PolicyNode(Node):
         parameters.check_against_model(c, self.model)
         mapping = CommandMapping(self.model, c)
         self.control_hz = float(self.model.control_hz or 15.0)
-        # record_dir: one MCAP file per goal (goal_recording.py); a folder it cannot use stops here.
+        # record_dir: one MCAP file per goal (goal/recording.py); a folder it cannot use stops here.
         self.recordings = GoalRecordings.for_node(c, self.model, self.get_fully_qualified_name(),
                                                   self.get_logger().error)
 
@@ -111,12 +111,15 @@ class PolicyNode(Node):
         timer_clock = self.clock_node.create_timer(1.0 / self.control_hz, self._on_control_tick).clock
         self.ticks = TimerTicks(1.0 / self.control_hz, lambda: timer_clock.now().nanoseconds * 1e-9)
 
-        # Goals and services: one goal at a time (goal_run.py), taken or refused by goal_acceptance.py.
+        # Goals and services: one goal at a time (goal/slot.py), taken or refused by goal/acceptance.py.
         self.goals = GoalSlot(c.busy_policy == "preempt", self.policy.interrupt)
         self._closing = threading.Event()
         self.warmup = WarmUp(self.policy, self.model.short_id, c.startup_timeout_s, self.warming_pub,
                              lambda: self.get_clock().now().to_msg(), self.get_logger())
-        self.acceptance = GoalAcceptance(self, self.goals, self._closing, self.estop, self.warmup)
+        refusals = [lambda: "the node is shutting down" if self._closing.is_set() else None, self.warmup.refusal]
+        if self.estop is not None:
+            refusals.insert(1, self.estop.goal_refusal)
+        self.acceptance = GoalAcceptance(self, self.goals, refusals)
         self.action_server = ActionServer(
             self, Act, "~/act", execute_callback=self._execute, goal_callback=self.acceptance.on_goal,
             cancel_callback=self.acceptance.on_cancel, callback_group=ReentrantCallbackGroup(),
@@ -149,7 +152,7 @@ class PolicyNode(Node):
         running = run is not None and not run.held.is_set()  # after the final hold: silence
         # Never coast: a velocity controller keeps the last command, so a tick with nothing
         # published while a run is active (the buffer is dry) gets an explicit zero — unless a
-        # command is ready and waits for this very tick (ticks.py), and follows at once.
+        # command is ready and waits for this very tick (control/ticks.py), and follows at once.
         stalled = (self.arm.published_this_tick == 0 and self.arm.last_command is not None
                    and not self.ticks.command_waiting)
         if running and self.config.command_interface == "velocity" and stalled:
@@ -175,7 +178,7 @@ class PolicyNode(Node):
         finally:
             self.ticks.sent(published)
 
-    # -- goals (which ones are taken: goal_acceptance.py) ----------------------------------------
+    # -- goals (which ones are taken: goal/acceptance.py) ----------------------------------------
     def _on_estop(self) -> None:
         run = self.goals.run
         if run is not None:
@@ -231,7 +234,7 @@ class PolicyNode(Node):
                 run.recorder = self.recordings.open(bytes(run.goal_handle.goal_id.uuid).hex())
                 self.arm.publisher.recorder = run.recorder  # every command and hold as published
             take_over = c.take_over and not c.dry_run
-            before = self.priority.raise_thread()  # this thread publishes on the ticks (realtime.py)
+            before = self.priority.raise_thread()  # this thread publishes on the ticks (control/realtime.py)
             outcome = self.policy.run(
                 observe=observe, act=lambda row: self._act_on_beat(run, row), validate=self.arm.validate,
                 hold=hold, max_actions=max_actions, max_seconds=max_seconds,

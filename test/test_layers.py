@@ -172,6 +172,77 @@ def test_the_order_check_catches_an_upward_import():
     assert upward([("sequence_ai._policy", "sequence_ai._loop._refill"), ("sequence_ai.act", "sequence_ai._policy")]) == []
 
 
+# The node's floors (docs/ROS.md "Where things live"), lowest first: a module imports only from its own
+# wing and the floors below. tools/ (demo, simulated arm, launcher) sits on top and nothing else imports it.
+NODE_BASE = ("parameters", "qos", "spinning")
+NODE_FLOORS = (NODE_BASE, ("inputs", "estop"), ("control", "goal"),
+               ("__init__", "node", "policy_node", "companions", "diagnostics", "warmup", "executables"), ("tools",))
+
+
+def node_wing_of(name: str) -> str:
+    """`sequence_ai_ros.goal.slot` -> `goal`; `sequence_ai_ros.node` -> `node`; the package -> `__init__`."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def node_floor_of(wing: str) -> int:
+    for floor, wings in enumerate(NODE_FLOORS):
+        if wing in wings:
+            return floor
+    raise AssertionError(f"sequence_ai_ros.{wing} is on no floor: give it one in NODE_FLOORS")
+
+
+def node_upward(edges: Iterable[Tuple[str, str]]) -> List[str]:
+    """The node's imports that break the order: into a higher floor, or across two wings of one floor
+    (the base and the face, root modules each, may import each other's floor mates)."""
+    broken = []
+    for source, target in edges:
+        a, b = node_wing_of(source), node_wing_of(target)
+        fa, fb = node_floor_of(a), node_floor_of(b)
+        same_floor_ok = a == b or fa in (0, node_floor_of("node"))
+        if fb > fa or (fb == fa and not same_floor_ok):
+            broken.append(f"{source} -> {target}")
+    return broken
+
+
+def _node_edges() -> List[Tuple[str, str]]:
+    edges = graph("sequence_ai_ros")
+    return [(name, target) for name, targets in edges.items() for target in targets
+            if not name.startswith(target + ".") and target != "sequence_ai_ros"]
+
+
+def test_every_node_module_is_on_a_floor():
+    for name in modules("sequence_ai_ros"):
+        node_floor_of(node_wing_of(name))
+
+
+def test_no_import_cycle_in_the_node():
+    edges: Dict[str, Set[str]] = {}
+    for source, target in _node_edges():
+        edges.setdefault(source, set()).add(target)
+    assert cycles(edges) == []
+
+
+def test_the_node_wings_import_only_downward():
+    assert node_upward(_node_edges()) == []
+
+
+def test_no_product_module_imports_the_tools():
+    importers = [f"{s} -> {t}" for s, t in _node_edges() if node_wing_of(t) == "tools" and node_wing_of(s) != "tools"]
+    assert importers == []
+
+
+def test_the_node_order_check_catches_an_upward_import():
+    assert node_upward([("sequence_ai_ros.goal.acceptance", "sequence_ai_ros.warmup")]) == [
+        "sequence_ai_ros.goal.acceptance -> sequence_ai_ros.warmup"]
+    assert node_upward([("sequence_ai_ros.goal.acceptance", "sequence_ai_ros.estop.topic")]) == []  # a lower floor
+    assert node_upward([("sequence_ai_ros.goal.outcome", "sequence_ai_ros.control.arm")]) != []  # across one floor
+    assert node_upward([("sequence_ai_ros.inputs.samples", "sequence_ai_ros.tools.demo")]) != []
+    assert node_upward([("sequence_ai_ros.control.arm", "sequence_ai_ros.inputs.samples"),
+                        ("sequence_ai_ros.node", "sequence_ai_ros.diagnostics"),
+                        ("sequence_ai_ros.tools.demo", "sequence_ai_ros.spinning")]) == []
+
+
 # "No module is over ~350 lines" (#25), the client's and the node's.
 MODULE_LINES = 350
 

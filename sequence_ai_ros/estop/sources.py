@@ -16,7 +16,7 @@ What releases what: a publisher's `false` releases its own press and nothing els
 and the start latch are released only by `release()` (the node's `~/release_estop` service),
 which is refused while a live publisher presses or cannot connect, or the heartbeat has lapsed. A
 publisher that sends `false` over and over (a dashboard, a dead-man pendant) so never releases
-a press it did not make. Pure logic on a monotonic clock; estop.py feeds it from ROS.
+a press it did not make. Pure logic on a monotonic clock; estop/topic.py feeds it from ROS.
 """
 
 from __future__ import annotations

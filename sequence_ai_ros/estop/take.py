@@ -1,6 +1,6 @@
 """The e-stop topic's messages, each with the publisher that sent it.
 
-The e-stop is tracked per publisher (estop_sources.py), so each `std_msgs/Bool` must come with
+The e-stop is tracked per publisher (estop/sources.py), so each `std_msgs/Bool` must come with
 its publisher's gid. rcl's take hands it over (`rmw_message_info_t.publisher_gid`), but rclpy
 before 9 (Jazzy's 7.1, Humble's 3) drops it from the message info it gives a callback. So this
 subscription is taken here, as a Waitable on the node's executor, through rcl's own `rcl_take`

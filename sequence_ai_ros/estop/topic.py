@@ -1,5 +1,5 @@
 """The optional e-stop input: a latched `std_msgs/Bool` topic (parameter `estop_topic`), tracked
-per publisher (estop_sources.py says what engages it and what releases what).
+per publisher (estop/sources.py says what engages it and what releases what).
 
 Engaged, it stops the running goal within one control period (hold, outcome `estop`, the goal
 aborted with STATUS_ESTOP) and refuses every goal, naming why. The subscription is RELIABLE and
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -27,8 +27,8 @@ try:
 except ImportError:  # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks
 
-from ..diagnostics import estop_status
 from .sources import EStopSources, Source
+from .status import estop_status
 from .take import GID_BYTES, EStopInput
 
 __all__ = ["EStop"]
@@ -65,10 +65,12 @@ class EStop:
     def engaged(self) -> bool:
         return self.sources.engaged
 
-    def refusal(self) -> str:
-        """Why a goal is refused now, or "" when the e-stop is released."""
+    def goal_refusal(self) -> Optional[str]:
+        """Why no goal may start now, or None when the e-stop is released (goal/acceptance.py asks)."""
+        if not self.engaged:
+            return None
         holds = self.sources.holds()
-        return f"e-stop engaged on {self.topic}: {'; '.join(holds)}" if holds else ""
+        return f"e-stop engaged on {self.topic}: {'; '.join(holds)}" if holds else f"e-stop engaged on {self.topic}"
 
     def status(self, node_name: str) -> DiagnosticStatus:
         return estop_status(name=node_name, topic=self.topic, holds=self.sources.holds(), sources=self.sources.sources(),

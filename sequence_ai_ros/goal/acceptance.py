@@ -1,7 +1,7 @@
 """Which goals the node takes (docs/ROS.md "How a goal runs", 2).
 
 A goal the node cannot run is rejected in the goal callback, the standard answer (`ros2 action
-send_goal` prints "Goal was rejected."): fields run() would refuse (goal_fields.py), the node
+send_goal` prints "Goal was rejected."): fields run() would refuse (goal/fields.py), the node
 shutting down, the e-stop engaged, the model not ready, or another goal holding the slot
 (busy_policy reject). Why goes out on the latched ~/goal_refused, for a planner to read after the
 rejection, and to the log at WARN; nothing moves. The one refusal after acceptance is a
@@ -11,20 +11,21 @@ is always accepted: the goal's run stops now, or as it begins.
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from ..estop.topic import EStop
 from ..qos import LATCHED
-from ..warmup import WarmUp
 from .fields import goal_fields_problem
 from .slot import GoalRun, GoalSlot
 
-__all__ = ["PREEMPT_WAIT_S", "GoalAcceptance"]
+__all__ = ["PREEMPT_WAIT_S", "GoalAcceptance", "Refusal"]
+
+# Why no goal may start now (None: nothing in the way): the node shutting down, the e-stop, the
+# model's warm-up, asked in order before each goal.
+Refusal = Callable[[], Optional[str]]
 
 # How long a preempting goal waits for the running one to stop.
 PREEMPT_WAIT_S = 5.0
@@ -33,9 +34,8 @@ PREEMPT_WAIT_S = 5.0
 class GoalAcceptance:
     """The action server's goal and cancel callbacks, and the claim of the slot that follows."""
 
-    def __init__(self, node: Node, goals: GoalSlot, closing: threading.Event, estop: Optional[EStop],
-                 warmup: WarmUp):
-        self.goals, self._closing, self._estop, self._warmup = goals, closing, estop, warmup
+    def __init__(self, node: Node, goals: GoalSlot, refusals: Sequence[Refusal]):
+        self.goals, self._refusals = goals, tuple(refusals)
         self._log = node.get_logger()
         self._refused_pub = node.create_publisher(String, "~/goal_refused", LATCHED)
 
@@ -44,11 +44,11 @@ class GoalAcceptance:
         problem = goal_fields_problem(goal)  # what run() would refuse, refused before acceptance
         if problem is not None:
             return problem
-        if self._closing.is_set():
-            return "the node is shutting down"
-        if self._estop is not None and self._estop.engaged:
-            return self._estop.refusal() or f"e-stop engaged on {self._estop.topic}"
-        return self._warmup.refusal()
+        for refusal in self._refusals:
+            why = refusal()
+            if why is not None:
+                return why
+        return None
 
     def on_goal(self, goal: Any) -> GoalResponse:
         refusal = self.refusal(goal)

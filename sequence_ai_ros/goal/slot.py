@@ -32,7 +32,7 @@ class GoalRun:
         # The node keeps no instruction: the client holds the one in force. Except this, for a
         # moment: a ~/set_instruction accepted before the run's first observation, which the
         # client's latch cannot take yet (run(instruction=) would put the goal's own over it);
-        # goal_services.py hands it to the client's set_instruction at that observation.
+        # goal/services.py hands it to the client's set_instruction at that observation.
         self.change_before_start: Optional[str] = None
         self.recorder: Any = None  # record_dir: this goal's sequence_ai.recording.Recorder
         self._interrupt = interrupt

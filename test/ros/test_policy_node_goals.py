@@ -104,7 +104,7 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
     assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz outside underruns {result.outcome} {gaps}"
     # Every command on a tick, the run's first included: none left the node in a burst, well
     # under a period after the one before (the step and velocity checks assume a whole one). The
-    # node lets no command go out less than half a period after the one before (ticks.py); the
+    # node lets no command go out less than half a period after the one before (control/ticks.py); the
     # bound here is a quarter, as on a loaded machine the publish after that check runs late too.
     # (CI once saw 9 ms, after a timer callback ran 58 ms late, before the node had that rule.)
     assert min(gaps) >= 0.25 / HZ, f"commands published {min(gaps) * 1000:.0f} ms apart: {gaps}"

@@ -1,4 +1,4 @@
-"""Who holds the e-stop (estop_sources.py), on a set clock: a press is released only by its own
+"""Who holds the e-stop (estop/sources.py), on a set clock: a press is released only by its own
 publisher's false; a publisher that went away while pressing leaves a lost press that only the
 explicit release frees; the start latch; the heartbeat; a publisher that cannot connect."""
 
