@@ -1,5 +1,5 @@
-"""The table's rows for the loop at pi05-droid's real latency (issues #19 and #23): `bench_latency`
-in run() and `bench_ros_latency` through the node, with the goals the issues set.
+"""The table's rows for the loop at pi05-droid's real latency: `bench_latency`
+in run() and `bench_ros_latency` through the node, with their goals.
 
 The goals come from the physics (`sequence_ai._loop._budget`): at latency L with H = 15 rows, W = 8
 and 15 Hz, age p50 ≤ L + W/2 + 1/hz. Lateness p50 ≤ L_q90 − (H − W)/hz + 1/hz, where L_q90 is the

@@ -473,7 +473,7 @@ def how_measured(sizes: dict, peer: Optional[str]) -> List[str]:
         "window is W = 8/15 s, its chunk H = 15 rows and its warm latency 0.6–0.8 s. Per latency (±20 %, seeded) a "
         "platform of its own; each client drives a kinematic position-controlled arm from the sim arm's home pose "
         f"for {sizes['latency_seconds']:g} s at 15 Hz, all at once: ours with its defaults, ours with the "
-        "appending rule from before #23 (`take_over=False`: each chunk played after the rows still buffered), ours "
+        "appending rule (`take_over=False`: each chunk played after the rows still buffered), ours "
         "as it was before pipelining (`lookahead=1, stitch=\"none\"`: the stop-and-go loop) and the "
         "0.20.0 client. The stand-in drives toward its instruction's goal, so the run is closed loop. Held share = "
         "`underrun_s / elapsed_s`; requests per second of motion = chunks ÷ (actions/15); age = act time − the "
