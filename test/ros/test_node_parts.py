@@ -9,13 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from sensor_msgs.msg import CompressedImage, Image
 
 from sequence_ai_ros.control.safety import CommandLimits, UnsafeCommand, check_command
 from sequence_ai_ros.inputs.images import ImageConversionError, to_rgb
 from sequence_ai_ros.inputs.samples import BadInput, LatestSample, StaleInput, read_joints
-from sequence_ai_ros.parameters import PARAMETERS
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,19 +139,6 @@ def test_unsafe_commands_are_refused_naming_the_joint(joints, previous, interfac
 def test_safe_commands_pass():
     check_command((0.1, -0.1), "position", LIMITS, (0.05, -0.05), period_s=1 / 15)
     check_command((1.9, -1.9), "velocity", LIMITS, None, period_s=1 / 15)
-
-
-def test_policy_yaml_sets_exactly_the_declared_parameters():
-    for name in ("policy.yaml", "demo.yaml"):
-        data = yaml.safe_load((ROOT / "config" / name).read_text())
-        params = data["/**/sequence_ai_policy"]["ros__parameters"]
-        unknown = set(params) - set(PARAMETERS)
-        assert not unknown, f"{name} sets undeclared parameters {unknown}"
-        for key, value in params.items():
-            default = PARAMETERS[key][0]
-            assert type(value) is type(default) or (isinstance(default, float) and isinstance(value, (int, float))), key
-    policy = yaml.safe_load((ROOT / "config" / "policy.yaml").read_text())["/**/sequence_ai_policy"]["ros__parameters"]
-    assert set(policy) == set(PARAMETERS), f"policy.yaml documents every parameter; missing {set(PARAMETERS) - set(policy)}"
 
 
 def test_launch_files_name_executables_and_files_that_exist():
