@@ -5,7 +5,7 @@ the goal's thread, calls `wait()` after each action and blocks until the next ti
 follows the node's clock (sim time included) and there is no second schedule. Missed ticks are
 dropped, never replayed as a burst; after a stall the next action waits for the next tick.
 
-The node also calls `on_beat()` just before each command goes out: the run's first command and
+The node also sends each command inside `beat()`, which calls `on_beat()` just before it goes out: the run's first command and
 the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
 commands are one period apart — the spacing the step and velocity checks assume. And no command
 goes out less than half a period after the one before, on the timer's clock (sim time too): such
@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 __all__ = ["TimerTicks"]
 
@@ -133,6 +134,18 @@ class TimerTicks:
             if waited:  # the tick this command goes out on is the loop's latest
                 self._seen = self._ticks
                 self._fresh = False
+
+    @contextmanager
+    def beat(self, interrupted: Callable[[], bool]) -> Iterator[None]:
+        """Around one command's publish: `on_beat()` first, `sent()` after, saying whether the body
+        finished (the command went out) or raised (it did not)."""
+        self.on_beat(interrupted)
+        published = False
+        try:
+            yield
+            published = True
+        finally:
+            self.sent(published)
 
     def _wake(self) -> None:
         with self._cond:
