@@ -40,6 +40,9 @@ ESTOP_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=Reli
 
 
 class EStop:
+    """The e-stop on `estop_topic`: while engaged it stops the running goal (`on_engaged`) and
+    refuses goals (`goal_refusal`); `~/release_estop` is its explicit release."""
+
     def __init__(self, node, topic: str, *, start_engaged: bool, heartbeat_s: float,
                  on_engaged: Callable[[], None], callback_group=None):
         self.topic = node.resolve_topic_name(topic)
