@@ -12,8 +12,8 @@
 
 One goal runs at a time on its own thread, inside `Policy.run()`; the control timer (at the
 model's control frequency) is that loop's only clock. A goal the node cannot run is rejected at
-once (goal/acceptance.py). Every ending publishes exactly one hold and then the outcome, and leaves exactly one
-terminal goal state.
+once (goal/acceptance.py). Every ending publishes exactly one hold and then the outcome, and
+leaves exactly one terminal goal state.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from .control.ticks import TimerTicks
 from .diagnostics import TickRate, policy_loop_status
 from .estop.topic import EStop
 from .goal.acceptance import GoalAcceptance
-from .goal.outcome import GoalEnding, as_reported, ending_of, send_feedback
+from .goal.outcome import GoalEnding, ending_of, send_feedback
 from .goal.recording import GoalRecordings
 from .goal.run_arguments import RunArguments
 from .goal.services import GoalServices
@@ -55,6 +55,7 @@ from .qos import COMMANDS, LATCHED
 from .warmup import WarmUp
 
 __all__ = ["PolicyNode"]
+
 
 class PolicyNode(Node):
     """The node `sequence_ai_policy`: one arm, one goal at a time, driven by a remote policy."""
@@ -238,17 +239,12 @@ class PolicyNode(Node):
             self.arm.record_to(None)
             self.priority.restore(before)
             elapsed = self.run_clock.finish()
-        if reason == "interrupted" and run.stop_reason:
-            reason = run.stop_reason
         if outcome is None:  # run() raised: its outcome, if it got as far as making one
             latest = getattr(self.policy, "last_outcome", None)
             outcome = latest if latest is not earlier else None
-        if outcome is not None:
-            outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed)
-        if not message and outcome is not None:
-            message = str(outcome)
         return self.ending.finish(run.goal_handle, outcome, reason, message, held=run.held.is_set(),
-                                  instruction=self.policy.instruction or goal.instruction, recorder=run.recorder)
+                                  instruction=self.policy.instruction or goal.instruction, recorder=run.recorder,
+                                  stop_reason=run.stop_reason, elapsed_s=elapsed)
 
     # -- feedback and diagnostics ---------------------------------------------------------------
     def _publish_feedback(self) -> None:

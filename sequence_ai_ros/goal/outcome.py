@@ -184,7 +184,16 @@ class GoalEnding:
         self._logger = logger
 
     def finish(self, goal_handle: Any, outcome: Any, reason: str, message: str, *, held: bool, instruction: str,
-               recorder: Any = None) -> Act.Result:
+               recorder: Any = None, stop_reason: Optional[str] = None, elapsed_s: Optional[float] = None
+               ) -> Act.Result:
+        """`outcome` is the client's (None if the run never made one); a stop the node decided
+        (`stop_reason`) replaces the client's `interrupted`; `elapsed_s`: the run's length in ROS time
+        under sim time (as_reported)."""
+        if reason == "interrupted" and stop_reason:
+            reason = stop_reason
+        if outcome is not None:
+            outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed_s)
+            message = message or str(outcome)
         msg = outcome_message(outcome, reason=reason, message=message, model=self._model_id,
                               instruction=instruction, held=held, stamp=self._stamp())
         if recorder is not None:

@@ -94,7 +94,7 @@ class GoalSlot:
 
     A goal can be cancelled after its acceptance and before its run begins (waiting for a preempted
     goal to stop, or for a free executor thread): `cancel` remembers it, and its run stops as it
-    begins. It used to run on, to its time bound or the next preemption."""
+    begins: otherwise it would run on, to its time bound or the next preemption."""
 
     def __init__(self, preempt: bool, interrupt: Callable[[], None]):
         self._preempt = preempt
