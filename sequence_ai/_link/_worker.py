@@ -6,9 +6,9 @@ timeout: several HTTP attempts may share its request id. In layers: `act` sets t
 takes the current link (admitting or renewing the lease), `_act_handling_retries` runs attempts
 until one answers, `_act_once` is one POST, and `_read_answer` reads a 2xx. What follows each
 attempt is decided in `_retry.py` (reconnect after a 401 or a transport failure, wait out a 429,
-re-pin once, give up with which error) and carried out by `_follow`. The HTTP client for the worker
-comes from a `WorkerTransportFactory` (`_transport.py`; by default the pinned
-`_http11.pinned_client`).
+re-pin once, give up with which error) and carried out by `_follow`. Episode ids go through
+`_episodes.py`. The HTTP client for the worker comes from a `WorkerTransportFactory`
+(`_transport.py`; by default the pinned `_http11.pinned_client`, docs/CLIENT-LOOP.md says why).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .._net._transport import (
 )
 from .._waiting import wait_on
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
+from ._episodes import EpisodeMap
 from ._retry import Happened, Next, Retry, Step
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection"]
@@ -110,8 +111,7 @@ class WorkerConnection:
         self._clock = clock
         self._lock = threading.RLock()
         self._link: Optional[_Link] = None
-        self._episodes: Dict[str, str] = {}  # caller's episode id -> worker-side id
-        self.episode_resets = 0
+        self._episodes = EpisodeMap()
         self.contract: Optional[Dict[str, Any]] = None
         self.declared_action: Optional[Dict[str, Any]] = None
         self.declared: Optional[Dict[str, Any]] = None  # the last connect answer's contract (Policy.contract)
@@ -150,16 +150,8 @@ class WorkerConnection:
         old, self._link = self._link, _Link(grant, client, self._renew_at(grant))
         if old is not None:
             old.client.retire()  # a request still on it may finish; the next one uses the new link
-            self._remap_episodes()
+            self._episodes.remap(stacklevel=4)
         return self._link
-
-    def _remap_episodes(self) -> None:
-        if not self._episodes:
-            return
-        self._episodes = {caller: uuid.uuid4().hex for caller in self._episodes}
-        self.episode_resets += 1
-        warnings.warn("the worker changed mid-episode; its per-episode state did not carry over",
-                      UserWarning, stacklevel=4)
 
     def _open(self) -> None:
         if self._closed:  # an abandoned request must not re-admit a closed Policy
@@ -197,11 +189,16 @@ class WorkerConnection:
 
     # -- the request -----------------------------------------------------------------------
 
+    @property
+    def episode_resets(self) -> int:
+        """Worker changes that gave the episodes in progress fresh worker-side ids."""
+        return self._episodes.resets
+
     def worker_episode(self, caller_id: Optional[str]) -> Optional[str]:
         if caller_id is None:
             return None
         with self._lock:
-            return self._episodes.setdefault(caller_id, caller_id)
+            return self._episodes.worker_id(caller_id)
 
     def act(self, payload: Dict[str, Any], *, rid: str, episode_id: Optional[str] = None,
             timeout_s: Optional[float] = None, cancelled: Callable[[], bool] = lambda: False,
@@ -332,7 +329,7 @@ class WorkerConnection:
         """POST /act/episode_end for the caller's episode; every error is swallowed."""
         with self._lock:
             link = self._link
-            worker_id = self._episodes.pop(caller_id, caller_id)
+            worker_id = self._episodes.end(caller_id)
         if link is None:
             return
         try:
