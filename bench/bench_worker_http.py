@@ -8,13 +8,18 @@ the worker keeps the hand-written client (docs/PERFORMANCE.md, "The worker's HTT
    warm up, then `--requests` more, each after a `--gap` s sleep (a refill thread sleeps most of a
    chunk), timing the calling thread's CPU (`time.thread_time()`) over `act()`. Clients alternate
    within a round and the order flips each round. Per action: the request's cost over the
-   chunk's 8 actions (pi05-droid plays 8 of 15 rows per request at 15 Hz).
+   chunk's 8 actions (pi05-droid plays 8 of 15 rows per request at 15 Hz). `--layer post` times
+   the transport's `post` alone (admitted by our own gateway client), which also runs on httpx
+   0.22.0, where the gateway's httpx client does not yet (#37).
 2. The hardening, against a hostile worker on loopback (test/reliability/_hostile.py): an answer
    trickled a byte every 0.2 s (1 s deadline), bodies and header blocks without end, a chunk-size
    line without end, and a certificate that does not match the pin. Each row names what the
    client raised and when.
 
     scripts/workspace.sh run python bench/bench_worker_http.py [--requests 30] [--gap 0.5] [--rounds 3]
+        [--layer act|post] [--skip-hardening | --only-hardening]
+    PYTHONPATH=<a venv's site-packages with httpx==0.22.0> scripts/workspace.sh run python \
+        bench/bench_worker_http.py --layer post      # the same on Ubuntu 22.04's httpx
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
@@ -150,28 +155,61 @@ def act_body() -> Dict[str, Any]:
         "instruction": "pick up the cup"}}
 
 
-def cpu_per_request(requests: int, gap: float, rounds: int) -> Dict[str, List[float]]:
-    """{client: every request's CPU in ms}, alternating clients on one platform."""
-    from sequence_ai._link._worker import WorkerConnection  # the gateway's client: httpx > 0.22 (#37)
+def _act_caller(platform: Any, make: Callable[..., Any], body: Dict[str, Any]) -> Tuple[Callable[[str], Any], Any]:
+    """One request through `WorkerConnection.act` (the worker's /act path as a run takes it), and
+    what to close after."""
+    from sequence_ai._link._worker import WorkerConnection
     from sequence_ai._net._http import gateway_client
+
+    gateway = gateway_client(platform.base_url, platform.api_key, 10.0)
+    connection = WorkerConnection(gateway=gateway, base_url=platform.base_url, model="pi05-droid",
+                                  timeout_s=10.0, transport=make)
+
+    def close() -> None:
+        connection.close()
+        gateway.close()
+
+    return lambda rid: connection.act(body, rid=rid, episode_id="bench"), close
+
+
+def _post_caller(platform: Any, make: Callable[..., Any], body: Dict[str, Any]) -> Tuple[Callable[[str], Any], Any]:
+    """One `post` on the transport alone, admitted by our own gateway client: what runs where the
+    gateway's httpx client needs a newer httpx than 0.22.0 (#37)."""
+    from sequence_ai._link._admission import parse_grant
+    from sequence_ai._net._http11 import GatewayClient
+    from sequence_ai._net._transport import compact_json
+
+    with GatewayClient(platform.base_url, headers={"Authorization": f"Bearer {platform.api_key}"}) as gateway:
+        grant = parse_grant(gateway.post("/v1/act/connect", json={"model": "pi05-droid", "session": "b" * 32})
+                            .raise_for_status().json())
+    headers = {"Authorization": f"Bearer {grant.direct_secret}", "Content-Type": "application/json"}
+    client = make(grant.worker_url, grant.cert_fingerprint, headers, 10.0)
+    content = compact_json({**body, "episode_id": "bench"})
+
+    def post(rid: str) -> Any:
+        return client.post("/act", content=content, headers={"X-Seq-Request-Id": rid}).raise_for_status().json()
+
+    return post, client.close
+
+
+def cpu_per_request(requests: int, gap: float, rounds: int, layer: str) -> Dict[str, List[float]]:
+    """{client: every request's CPU in ms}, alternating clients on one platform."""
     from sequence_ai.platform.spawn import LocalPlatform
 
     body = act_body()
     costs: Dict[str, List[float]] = {name: [] for name in CLIENTS}
+    caller = _act_caller if layer == "act" else _post_caller
     with LocalPlatform() as platform:
         for number in range(rounds):
             for name in (list(CLIENTS) if number % 2 == 0 else list(CLIENTS)[::-1]):
-                gateway = gateway_client(platform.base_url, platform.api_key, 10.0)
-                connection = WorkerConnection(gateway=gateway, base_url=platform.base_url, model="pi05-droid",
-                                              timeout_s=10.0, transport=CLIENTS[name])
-                connection.act(body, rid="r-warm0000", episode_id="bench")
+                send, close = caller(platform, CLIENTS[name], body)
+                send("r-warm0000")
                 for i in range(requests):
                     time.sleep(gap)
                     started = time.thread_time()
-                    connection.act(body, rid=f"r-{i:08x}", episode_id="bench")
+                    send(f"r-{i:08x}")
                     costs[name].append((time.thread_time() - started) * 1000.0)
-                connection.close()
-                gateway.close()
+                close()
                 print(f"round {number}: {name:16s} {statistics.median(costs[name][-requests:]):.3f} ms CPU per "
                       f"request (median of {requests})", flush=True)
     return costs
@@ -248,10 +286,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-hardening", action="store_true")
     parser.add_argument("--only-hardening", action="store_true", help="no platform: runs on any httpx")
+    parser.add_argument("--layer", choices=("act", "post"), default="act",
+                        help="time WorkerConnection.act (default) or the transport's post alone")
     args = parser.parse_args(argv)
     print(f"httpx {httpx.__version__}, python {sys.version.split()[0]}")
     if not args.only_hardening:
-        report_cpu(cpu_per_request(args.requests, args.gap, args.rounds))
+        report_cpu(cpu_per_request(args.requests, args.gap, args.rounds, args.layer))
     if not args.skip_hardening:
         print("\nhostile worker: what each client raised, and when")
         for case, *said in hardening():
