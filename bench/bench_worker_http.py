@@ -1,7 +1,7 @@
 """The worker's `/act` path on the client's own HTTP/1.1 (`_net._http11.PinnedClient`) against httpx
 alone (an httpx client given only what httpx 0.22.0 takes: pinned in the TLS handshake, every socket
 operation bounded by the request's deadline, the answer streamed and capped). It decides whether
-the worker keeps the hand-written client (docs/PERFORMANCE.md, "The worker's HTTP client").
+the worker keeps the hand-written client (docs/CLIENT-LOOP.md, "Why the worker keeps its own client").
 
 1. CPU per request, on cold caches: the local platform in a subprocess; per client a
    `WorkerConnection` on that transport sends one pi05-droid `/act` (two 224×224 JPEG views) to
@@ -10,11 +10,11 @@ the worker keeps the hand-written client (docs/PERFORMANCE.md, "The worker's HTT
    within a round and the order flips each round. Per action: the request's cost over the
    chunk's 8 actions (pi05-droid plays 8 of 15 rows per request at 15 Hz). `--layer post` times
    the transport's `post` alone (admitted by our own gateway client), which also runs on httpx
-   0.22.0, where the gateway's httpx client does not yet (#37).
+   0.22.0, where the gateway's httpx client does not yet.
 2. The hardening, against a hostile worker on loopback (test/reliability/_hostile.py): an answer
    trickled a byte every 0.2 s (1 s deadline), bodies and header blocks without end, a chunk-size
-   line without end, and a certificate that does not match the pin. Each row names what the
-   client raised and when.
+   line without end, `close()` from another thread during a request, and a certificate that does
+   not match the pin. Each row names what the client raised and when.
 
     scripts/workspace.sh run python bench/bench_worker_http.py [--requests 30] [--gap 0.5] [--rounds 3]
         [--layer act|post] [--skip-hardening | --only-hardening]
@@ -59,6 +59,7 @@ from sequence_ai._net._transport import (
 
 HZ, ACTIONS_PER_REQUEST = 15.0, 8  # pi05-droid: control_hz, open_loop_horizon
 
+# As in sequence_ai/_net/_httpx_gateway.py, which is not imported here: it needs a newer httpcore than 0.14.
 _deadline = threading.local()  # .at: time.monotonic() by which this thread's request must be done
 
 
@@ -174,7 +175,7 @@ def _act_caller(platform: Any, make: Callable[..., Any], body: Dict[str, Any]) -
 
 def _post_caller(platform: Any, make: Callable[..., Any], body: Dict[str, Any]) -> Tuple[Callable[[str], Any], Any]:
     """One `post` on the transport alone, admitted by our own gateway client: what runs where the
-    gateway's httpx client needs a newer httpx than 0.22.0 (#37)."""
+    gateway's httpx client needs a newer httpx than 0.22.0."""
     from sequence_ai._link._admission import parse_grant
     from sequence_ai._net._http11 import GatewayClient
     from sequence_ai._net._transport import compact_json
