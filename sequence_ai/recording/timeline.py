@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .reader import RunRecord
 from .summary import RunSummary, command_series, in_range, summarize
@@ -166,11 +166,18 @@ def _broken_at_seams(times: List[float], rows: List[Sequence[float]],
 
 
 def _identical_columns(rows: List[Sequence[float]], width: int) -> List[List[int]]:
-    """The columns 0..width-1 grouped by identical values over the whole series (first-seen order)."""
-    groups: Dict[Tuple[str, ...], List[int]] = {}
-    for j in range(width):  # as text, so that two gaps (NaN) are equal too
-        groups.setdefault(tuple(repr(_drawable(row[j])) for row in rows), []).append(j)
-    return list(groups.values())
+    """The columns 0..width-1 grouped by identical drawn values over the whole series (first-seen
+    order). Each column is compared with each group's first, stopping at the first difference."""
+    groups: List[List[int]] = []
+    for j in range(width):
+        for group in groups:
+            k = group[0]
+            if all(repr(_drawable(row[j])) == repr(_drawable(row[k])) for row in rows):  # NaN (a gap) equals NaN
+                group.append(j)
+                break
+        else:
+            groups.append([j])
+    return groups
 
 
 def _drawable(value: float) -> float:
