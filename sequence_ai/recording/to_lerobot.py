@@ -90,6 +90,11 @@ def image_shape(data: bytes) -> Tuple[int, int, int]:
         return (image.height, image.width, 3)
 
 
+def _image_shapes(episode: Episode) -> Dict[str, Tuple[int, int, int]]:
+    """Each view's shape, from its first frame a step uses (export_limits.py checked those)."""
+    return {v: image_shape(episode.images[v][episode.steps[0].frames[i]]) for i, v in enumerate(episode.views)}
+
+
 def _pixels(data: bytes) -> Any:
     import numpy as np
     from PIL import Image
@@ -120,7 +125,7 @@ class LeRobotTarget:
         if self.info is None:
             return None
         theirs = self.info.get("features", {})
-        ours = features_of(episode, {v: image_shape(episode.images[v][0]) for v in episode.views})
+        ours = features_of(episode, _image_shapes(episode))
         if int(self.info.get("fps", 0)) != episode.fps:
             return f"the dataset at {self.root} is at {self.info.get('fps')} fps, this episode at {episode.fps}"
         for name, feature in ours.items():
@@ -189,8 +194,7 @@ class LeRobotTarget:
         else:
             if self.root.is_dir():
                 self.root.rmdir()  # empty (checked): LeRobot creates the folder itself
-            shapes = {v: image_shape(episode.images[v][0]) for v in episode.views}
-            self._dataset = LeRobotDataset.create(self.repo_id, episode.fps, features_of(episode, shapes),
+            self._dataset = LeRobotDataset.create(self.repo_id, episode.fps, features_of(episode, _image_shapes(episode)),
                                                   root=self.root, robot_type=self.robot_type or episode.model,
                                                   use_videos=False, image_writer_threads=2)
             self.info = json.loads((self.root / "meta" / "info.json").read_text())
