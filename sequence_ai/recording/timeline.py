@@ -5,10 +5,11 @@ each action as handed to act()), with chunk seams (thin grey lines), held time (
 instruction changes (red dashed). Displacement rows (joint_delta) without the node's commands are
 drawn as what they are, each chunk's displacements from the joint state it was computed from: one
 line piece per chunk, broken at the seams and labelled so, never a sawtooth read as jerks. Joints
-whose lines are identical draw as one line whose legend entry names them all. Middle: every request as a bar from when it was sent to when
-its answer arrived, at the height of its latency; failed requests as red crosses. Bottom: each
-action's age (its chunk's observation to act()) and lateness (act() past the moment its row was
-computed for), where the file has them (a file written before them: an empty panel that says so).
+whose lines are identical draw as one line whose legend entry names them all. Middle: every
+request as a bar from when it was sent to when its answer arrived, at the height of its latency;
+failed requests as red crosses. Bottom: each action's age (its chunk's observation to act()) and
+lateness (act() past the moment its row was computed for), where the file has them (a file written
+before them: an empty panel that says so).
 """
 
 from __future__ import annotations

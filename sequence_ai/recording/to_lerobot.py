@@ -39,8 +39,9 @@ def require_lerobot() -> None:
     """ImportError naming what is missing when lerobot's dataset writer cannot be imported: the
     Python version first (the extra installs no lerobot on an older one), else the package."""
     if sys.version_info < LEROBOT_PYTHON:
+        version = ".".join(map(str, sys.version_info[:3]))
         raise ImportError(f"export --format lerobot needs Python {'.'.join(map(str, LEROBOT_PYTHON))} or newer, and "
-                          f"this is Python {'.'.join(map(str, sys.version_info[:3]))}: lerobot 0.6 does not run on older ones, so "
+                          f"this is Python {version}: lerobot 0.6 does not run on older ones, so "
                           f"'sequence-ai[lerobot]' installs no lerobot here. {_newer_python_hint()}")
     # lerobot warns at import, with a long traceback, when torchcodec finds no FFmpeg libraries:
     # that decodes video, and an export writes images only.
@@ -194,7 +195,8 @@ class LeRobotTarget:
         else:
             if self.root.is_dir():
                 self.root.rmdir()  # empty (checked): LeRobot creates the folder itself
-            self._dataset = LeRobotDataset.create(self.repo_id, episode.fps, features_of(episode, _image_shapes(episode)),
+            features = features_of(episode, _image_shapes(episode))
+            self._dataset = LeRobotDataset.create(self.repo_id, episode.fps, features,
                                                   root=self.root, robot_type=self.robot_type or episode.model,
                                                   use_videos=False, image_writer_threads=2)
             self.info = json.loads((self.root / "meta" / "info.json").read_text())

@@ -114,7 +114,8 @@ def test_only_completed_runs_at_another_fps_with_one_view(python, tmp_path):
     code, out, err = _export(python, tmp_path, dataset, "--only-completed", "--fps", 5, "--views", VIEWS[1])
     assert code == 0, err
     assert out[0] == f"skipped {tmp_path / 'b.mcap'}: the run ended interrupted (--only-completed)"  # the first pass
-    assert out[1] == "episode 0: a.mcap, 5 frames at 5 fps, ended completed, tasks: pick up the red cube | put it on the plate"
+    assert out[1] == ("episode 0: a.mcap, 5 frames at 5 fps, ended completed, tasks: pick up the red cube | put it on "
+                      "the plate")
     loaded = _load(python, dataset)
     assert (loaded["episodes"], loaded["fps"]) == (1, 5)
     assert list(loaded["images"]) == [f"observation.images.{VIEWS[1]}"]
