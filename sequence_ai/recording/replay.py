@@ -4,7 +4,8 @@
     sequence-ai replay out/recordings/                # every .mcap in the folder: a summary each, then a total
     sequence-ai replay a.mcap b.mcap                  # the same for the files named
     sequence-ai replay run.mcap --plot run.png        # and its timeline (needs matplotlib)
-    sequence-ai replay out/recordings/ --plot plots/  # several: one <name>-timeline.png each in plots/
+    sequence-ai replay out/recordings/ --plot plots/  # one <name>-timeline.png each in plots/ (a folder:
+                                                      # for several files, a folder named, or a PATH that is one)
 
 The summary needs the [record] extra only; matplotlib is imported only for --plot.
 
@@ -18,6 +19,7 @@ Several files: each is read whatever the one before did, and the exit code is th
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -27,13 +29,13 @@ __all__ = ["add_arguments", "replay"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", type=Path, metavar="RECORDING",
                         help="MCAP files written by recorded runs, or folders of them (their .mcap files)")
-    parser.add_argument("--plot", type=Path, metavar="PATH",
-                        help="also draw the timeline (needs matplotlib): the PNG's path for one recording, a "
-                             "folder for several (one <name>-timeline.png each)")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="also draw the timeline (needs matplotlib): the PNG's path for one file named; a folder "
+                             "(one <name>-timeline.png each) for several, for a folder named, or when PATH is one")
     parser.add_argument("--no-plot", action="store_true", help=argparse.SUPPRESS)  # the default: older commands run
 
 
-def replay(paths: Sequence[Path], plot: Optional[Path], out: TextIO, err: TextIO) -> int:
+def replay(paths: Sequence[Path], plot: Optional[str], out: TextIO, err: TextIO) -> int:
     files: List[Path] = []
     for path in paths:
         found = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
@@ -41,7 +43,8 @@ def replay(paths: Sequence[Path], plot: Optional[Path], out: TextIO, err: TextIO
             print(f"error: no recordings (.mcap files) in {path}", file=err)
             return 1
         files.extend(found)
-    several = len(files) > 1
+    several = len(files) > 1 or any(p.is_dir() for p in paths)  # a summary each, then a total
+    folder = plot is not None and (several or plot.endswith(("/", os.sep)) or Path(plot).is_dir())
     worst, total = 0, _Total()
     for number, file in enumerate(files):
         if number:
@@ -50,7 +53,8 @@ def replay(paths: Sequence[Path], plot: Optional[Path], out: TextIO, err: TextIO
         worst = max(worst, code)
         total.add(file, record)
         if record is not None and plot is not None:
-            worst = max(worst, _plot(record, plot / f"{file.stem}-timeline.png" if several else plot, out, err))
+            target = Path(plot) / f"{file.stem}-timeline.png" if folder else Path(plot)
+            worst = max(worst, _plot(record, target, out, err))
     if several:
         print(file=out)
         print(total.line(), file=out)
@@ -125,6 +129,6 @@ class _Total:
     def line(self) -> str:
         read = self.files - self.unread
         endings = ", ".join(f"{reason} {n}" for reason, n in sorted(self.endings.items()))
-        return (f"total: {self.files} recordings, {read} read" + (f", {self.unread} not" if self.unread else "")
+        return (f"total: {self.files} recording{'s' if self.files != 1 else ''}, {read} read" + (f", {self.unread} not" if self.unread else "")
                 + f": {self.actions} actions, {self.chunks} chunks, {self.seconds:.2f} s"
                 + (f"; endings: {endings}" if endings else ""))

@@ -4,6 +4,7 @@ several files or a folder with a total, the timeline with --plot; and the client
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -93,6 +94,12 @@ def test_replay_of_a_folder_of_two_recordings_prints_a_summary_each_and_a_total(
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["a-timeline.png", "b-timeline.png"]
     assert cli.main(["replay", str(tmp_path / "plots")]) == 1
     assert capsys.readouterr().err == f"error: no recordings (.mcap files) in {tmp_path / 'plots'}\n"
+    (folder / "junk.mcap").unlink()
+    (folder / "b.mcap").unlink()  # a folder of one: its summary and the total; --plot names a folder
+    assert cli.main(["replay", str(folder), "--plot", str(tmp_path / "one")]) == 0
+    assert re.search(r"\n\ntotal: 1 recording, 1 read: 15 actions, 3 chunks, [\d.]+ s; endings: completed 1\n$",
+                     capsys.readouterr().out)
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["a-timeline.png"]
 
 
 _WITHOUT_MATPLOTLIB = """
