@@ -6,8 +6,9 @@
     sequence-ai replay RECORDING... [--plot PATH]   (needs sequence-ai[record]; --plot: [replay])
     sequence-ai export --format lerobot RECORDING... OUT_DIR   (needs sequence-ai[lerobot])
 
-Exit codes: 0 ok / ready, 1 problems found or a request failed, 2 usage, 130 Ctrl-C, 141 the
-reader of the output went away (`| head`), as for a Unix filter.
+Exit codes: 0 ok / ready, 1 problems found or a request failed, 2 usage (replay and export: also
+a file refused, recording/replay.py and recording/export.py), 130 Ctrl-C, 141 the reader of the
+output went away (`| head`), as for a Unix filter.
 Unlike the 0.20.0 client, every command (doctor included) honours SEQUENCES_BASE_URL and
 --base-url, so a local platform can be checked exactly like the public one; `mock` starts one
 for the command.
