@@ -83,6 +83,7 @@ class PolicyNode(Node):
         parameters.check_against_model(c, self.model)
         mapping = CommandMapping(self.model, c)
         self.control_hz = float(self.model.control_hz or 15.0)
+        parameters.declare_model_rate(self, self.model.short_id, self.control_hz)
         # record_dir: one MCAP file per goal (goal/recording.py); a folder it cannot use stops here.
         self.recordings = GoalRecordings.for_node(c, self.model, self.get_fully_qualified_name(),
                                                   self.get_logger().error)

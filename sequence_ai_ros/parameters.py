@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, make_dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.exceptions import (
     InvalidParameterTypeException,
     InvalidParameterValueException,
@@ -26,7 +26,7 @@ from rclpy.parameter import Parameter as RosParameter
 from sequence_ai import STITCH_MODES
 
 __all__ = ["PARAMETERS", "ConfigError", "NodeConfig", "Parameter", "check_against_model", "declare",
-           "read"]
+           "declare_model_rate", "read"]
 
 FRANKA_JOINTS = [f"fr3_joint{i}" for i in range(1, 8)]
 FRANKA_Q_MIN = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
@@ -202,6 +202,22 @@ def declare(node: Node) -> None:
     descriptor = Parameter(False, USE_SIM_TIME_DESCRIPTION).descriptor()
     descriptor.type = ParameterType.PARAMETER_BOOL
     node.set_descriptor("use_sim_time", descriptor)
+
+
+def declare_model_rate(node: Node, model_id: str, hz: float) -> None:
+    """`control_hz`: the rate the node publishes at, the model's own. `ros2 param get` answers it; a
+    set is refused saying where the rate comes from (not rclpy's "undeclared parameter"); a value
+    for it in a params file (a `ros2 param dump` loaded back) is ignored."""
+    why = (f"control_hz is {model_id}'s control rate, {hz:g} Hz, from its catalogue row: the node publishes "
+           f"at the model's rate, so it is not a setting (another rate needs another model)")
+    node.declare_parameter("control_hz", float(hz), ParameterDescriptor(description=why), ignore_override=True)
+
+    def refuse(changes) -> SetParametersResult:
+        if any(change.name == "control_hz" for change in changes):
+            return SetParametersResult(successful=False, reason=why)
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(refuse)
 
 
 def read(node: Node) -> NodeConfig:

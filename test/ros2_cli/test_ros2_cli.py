@@ -105,12 +105,14 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     step = _param(ros2, "set", LEFT, "max_step_rad", "0.5")
     sim_time = _param(ros2, "set", LEFT, "use_sim_time", "true")
     budget = _param(ros2, "set", LEFT, "request_budget", "50.0")  # above its range, 0-30, and read-only
+    rate = _param(ros2, "set", LEFT, "control_hz", "10.0")  # the model's, not a setting
+    rate_now = _param(ros2, "get", LEFT, "control_hz")
     # the right arm's request_budget came from its demo launch's argument
     right_budget = _param(ros2, "get", RIGHT, "request_budget")
     for get in gets:  # the node itself answers, every time
         assert "String value is: pi05-droid" in get()
     dumped = yaml.safe_load(dump())[LEFT]["ros__parameters"]
-    assert set(PARAMETERS) | {"use_sim_time", "start_type_description_service"} == set(dumped)
+    assert set(PARAMETERS) | {"use_sim_time", "start_type_description_service", "control_hz"} == set(dumped)
     for name, value in arms.params.items():
         same = math.isclose(dumped[name], value) if isinstance(value, float) else dumped[name] == value
         assert same, f"{name}: dumped {dumped[name]!r}, params file {value!r}"
@@ -119,6 +121,9 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
     assert "Setting parameter failed: Trying to set a read-only parameter: use_sim_time." in sim_time()
     assert "Setting parameter failed: Trying to set a read-only parameter: request_budget." in budget()
     assert f"Double value is: {float(arms.right_request_budget)}" in right_budget()
+    assert ("Setting parameter failed: control_hz is pi05-droid's control rate, 15 Hz, from its catalogue row"
+            in rate())
+    assert "Double value is: 15.0" in rate_now()
     after = [_param(ros2, "get", LEFT, name) for name in ("max_step_rad", "use_sim_time", "request_budget")]
     assert "Double value is: 0.2" in after[0]()
     assert "Boolean value is: False" in after[1]()
