@@ -234,7 +234,7 @@ class WorkerConnection:
         request.trace.first_after_connect = not link.served
         sent = self._clock()
         if sent >= retry.deadline:
-            raise retry.timed_out()
+            raise retry.timed_out() from None
         try:
             answer = link.client.post("/act", content=content, headers={"X-Seq-Request-Id": request.rid},
                                       timeout=retry.deadline - sent)
@@ -280,7 +280,7 @@ class WorkerConnection:
             return self._replacement(link, step.error)
         if step.next is Next.FAIL_CLOSED:
             self._forget(link)
-        raise step.error
+        raise step.error from None  # never the transport's error as its cause: no request in a traceback
 
     def _replacement(self, closed: _Link, error: BaseException) -> _Link:
         """The link another thread installed when it closed `closed`; `error` when there is none."""
@@ -288,7 +288,7 @@ class WorkerConnection:
             self._open()
             current = self._link
         if current is None or current is closed:
-            raise error
+            raise error from None
         return current
 
     def _forget(self, link: _Link) -> None:
