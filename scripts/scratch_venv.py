@@ -9,7 +9,9 @@ import name as this checkout's client; lerobot pins its own torch).
 A requirements file may name the Python its venv needs on a line of its own, `# python: 3.12`
 (lerobot 0.6 needs 3.12); the newest of that series under ~/.pyenv/versions, else `python3.12` on
 PATH, makes it, and a machine without one gets a one-line reason. Without that line the venv is
-made with the Python running this script (the workspace's 3.11).
+made with the Python running this script (the workspace's 3.11). A line `# pip-constraint: cython<3`
+constrains what pip installs, the build environments of source-only packages included (PyYAML 5.4.1,
+built on Python 3.10, needs a Cython before 3).
 
 `ensure(NAME)` (the benches) makes or updates one and returns its Python. `ready(NAME)` (a test)
 waits while another process makes it and returns its Python, or a one-line reason why there is
@@ -75,6 +77,12 @@ def _series(name: str) -> str:
     return ""
 
 
+def _constraints(name: str) -> List[str]:
+    """The `# pip-constraint:` lines' requirements, in order."""
+    with open(_requirements(name)) as handle:
+        return [line.split(":", 1)[1].strip() for line in handle if line.startswith("# pip-constraint:")]
+
+
 def _interpreter(series: str) -> str:
     """The Python to make the venv with: the newest of `series` under ~/.pyenv/versions, else on PATH."""
     if not series:
@@ -99,7 +107,8 @@ def _stamp_wanted(name: str) -> str:
     with open(_requirements(name)) as handle:
         lines = [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
     series = _series(name)
-    return hashlib.sha256("\n".join([series or sys.version, *lines]).encode()).hexdigest()
+    constraints = [f"constraint {c}" for c in _constraints(name)]
+    return hashlib.sha256("\n".join([series or sys.version, *constraints, *lines]).encode()).hexdigest()
 
 
 @contextmanager
@@ -152,9 +161,14 @@ def ensure(name: str, log=sys.stderr) -> str:
             made = subprocess.run([python, "-m", "venv", folder], env=_plain_env(), capture_output=True, text=True)
             if made.returncode != 0:
                 raise ScratchVenvError(f"{python} -m venv {folder} failed: {_last_line(made.stderr or made.stdout)}")
+            env = _plain_env()
+            if _constraints(name):  # through the environment, so pip's build environments follow them too
+                env["PIP_CONSTRAINT"] = os.path.join(folder, "constraints.txt")
+                with open(env["PIP_CONSTRAINT"], "w") as handle:
+                    handle.write("".join(f"{c}\n" for c in _constraints(name)))
             with open(log_path, "w") as log_file:
                 done = subprocess.run([python_of(name), "-m", "pip", "install", "--disable-pip-version-check",
-                                       "-r", _requirements(name)], env=_plain_env(), cwd=tempfile.gettempdir(),
+                                       "-r", _requirements(name)], env=env, cwd=tempfile.gettempdir(),
                                       stdout=log_file, stderr=subprocess.STDOUT)
             if done.returncode != 0:
                 raise ScratchVenvError(f"pip could not install {os.path.relpath(_requirements(name), ROOT)} into "

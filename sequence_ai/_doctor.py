@@ -28,7 +28,7 @@ LATENCY_PROBES = 5
 PROBE_BODY: dict = {}  # refused by the worker's validation, before any inference
 UNREACHABLE_HINT = ("hint: no gateway answered there. For the local platform run `sequence-ai serve` and export the "
                     "SEQUENCES_BASE_URL and SEQUENCES_API_KEY it prints, or set SEQUENCES_BASE_URL=mock to start one "
-                    "for each command (needs sequence-ai[serve]).")
+                    "for each command (needs the [serve] extra).")
 
 
 class _Report:

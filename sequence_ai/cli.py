@@ -2,9 +2,9 @@
 
     sequence-ai models [--endpoint act|chat|perceive|decide]
     sequence-ai doctor [--model pi05-droid] [--wait 600]
-    sequence-ai serve [platform options]         (needs sequence-ai[serve])
-    sequence-ai replay RECORDING... [--plot PATH]   (needs sequence-ai[record]; --plot: [replay])
-    sequence-ai export --format lerobot RECORDING... OUT_DIR   (needs sequence-ai[lerobot])
+    sequence-ai serve [platform options]         (needs the [serve] extra)
+    sequence-ai replay RECORDING... [--plot PATH]   (needs the [record] extra; --plot: [replay])
+    sequence-ai export --format lerobot RECORDING... OUT_DIR   (needs the [lerobot] extra)
 
 Exit codes: 0 ok / ready, 1 problems found or a request failed, 2 usage (replay and export: also
 a file refused, recording/replay.py and recording/export.py), 130 Ctrl-C, 141 the reader of the
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--model", default="pi05-droid", help="model to connect to (default pi05-droid)")
     doctor.add_argument("--wait", type=float, default=600.0, metavar="S",
                         help="how long to wait for a cold worker (default 600)")
-    commands.add_parser("serve", help="run the local platform on loopback (needs sequence-ai[serve])", add_help=False)
+    commands.add_parser("serve", help="run the local platform on loopback (needs the [serve] extra)", add_help=False)
     from .recording.replay import add_arguments as replay_arguments  # argparse only: no MCAP import
 
     replay_arguments(commands.add_parser("replay", help="the summary of recorded runs (MCAP files, or folders of "

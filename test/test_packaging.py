@@ -62,7 +62,13 @@ def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
     )
     extras, requires, python_versions = json.loads(metadata.stdout)
     assert extras == ["image", "lerobot", "record", "replay", "serve"] and python_versions == ">=3.9"
-    assert [r for r in requires if "extra ==" not in r] == ["httpx<1,>=0.25"]
+    assert [r for r in requires if "extra ==" not in r] == ["httpx<1,>=0.22"]
+    # A requirement on the 0.20 client is met by this one as installed: pip does not go looking for
+    # (and swap it for) the different project an index holds under this name.
+    kept = subprocess.run([str(python), "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check",
+                           "sequence-ai>=0.20"], env=environment, cwd=tmp_path, capture_output=True, text=True)
+    assert kept.returncode == 0 and "Requirement already satisfied: sequence-ai>=0.20" in kept.stdout, kept.stdout
+    assert "Would install" not in kept.stdout
 
 
 def test_the_build_is_declared_in_pyproject():
@@ -70,5 +76,5 @@ def test_the_build_is_declared_in_pyproject():
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["build-system"]["build-backend"] == "setuptools.build_meta"
-    assert project["project"]["name"] == "sequence-ai" and project["project"]["dependencies"] == ["httpx>=0.25,<1"]
+    assert project["project"]["name"] == "sequence-ai" and project["project"]["dependencies"] == ["httpx>=0.22,<1"]
     assert not (ROOT / "setup.cfg").exists(), "one place for the metadata"

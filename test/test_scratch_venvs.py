@@ -50,3 +50,16 @@ def test_a_scratch_venv_is_made_once_per_requirements_and_a_missing_python_is_na
                                "print(scratch_venv.made('tiny'))", str(tmp_path / "scripts")],
                               capture_output=True, text=True, check=True).stdout.strip()
     assert made_now == "None"  # the 3.11 venv left there is not passed off as the one now asked for
+
+
+def test_a_pip_constraint_line_reaches_pip(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "scratch_venv.py", tmp_path / "scripts" / "scratch_venv.py")
+    wanted = tmp_path / "requirements" / "scratch"
+    wanted.mkdir(parents=True)
+    (wanted / "tiny.txt").write_text("# python: 3.11\n--no-index\npip\n")  # the venv's own pip: nothing to fetch
+    assert _scratch(tmp_path, "tiny").returncode == 0
+    (wanted / "tiny.txt").write_text("# python: 3.11\n# pip-constraint: pip<1\n--no-index\npip\n")
+    refused = _scratch(tmp_path, "tiny")  # a new stamp: made again, and pip is held to the constraint
+    assert refused.returncode == 1 and "pip could not install" in refused.stderr
+    assert "pip<1" in (tmp_path / ".tiny-venv" / "install.log").read_text()

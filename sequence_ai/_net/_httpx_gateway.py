@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional
 import httpcore
 import httpx
 
+from ._httpcore_api import NetworkBackend, NetworkStream, SyncBackend, connect_options
 from ._limits import GATEWAY_ANSWER_LIMIT_BYTES
 from ._redact import Redactor, bearer_secret, redact_library_logs
 from ._transport import (
@@ -48,10 +49,10 @@ def _time_left(timeout: Optional[float]) -> Optional[float]:
     return left if timeout is None else min(timeout, left)
 
 
-class _Stream(httpcore.NetworkStream):
+class _Stream(NetworkStream):
     """A socket whose every operation ends by the request's deadline."""
 
-    def __init__(self, inner: httpcore.NetworkStream):
+    def __init__(self, inner: NetworkStream):
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: Optional[float] = None) -> bytes:
@@ -64,24 +65,25 @@ class _Stream(httpcore.NetworkStream):
         self._inner.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: Optional[str] = None,
-                  timeout: Optional[float] = None) -> httpcore.NetworkStream:
+                  timeout: Optional[float] = None) -> NetworkStream:
         return _Stream(self._inner.start_tls(ssl_context, server_hostname, _time_left(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
 
 
-class _Backend(httpcore.NetworkBackend):
+class _Backend(NetworkBackend):
     def __init__(self) -> None:
-        self._inner = httpcore.SyncBackend()
+        self._inner = SyncBackend()
 
     def connect_tcp(self, host: str, port: int, timeout: Optional[float] = None, local_address: Optional[str] = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_tcp(host, port, _time_left(timeout), local_address, socket_options))
+                    socket_options: Any = None) -> NetworkStream:
+        return _Stream(self._inner.connect_tcp(host, port, _time_left(timeout), local_address,
+                                               **connect_options(socket_options)))
 
     def connect_unix_socket(self, path: str, timeout: Optional[float] = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:  # pragma: no cover - unused
-        return _Stream(self._inner.connect_unix_socket(path, _time_left(timeout), socket_options))
+                            socket_options: Any = None) -> NetworkStream:  # pragma: no cover - unused
+        return _Stream(self._inner.connect_unix_socket(path, _time_left(timeout), **connect_options(socket_options)))
 
     def sleep(self, seconds: float) -> None:  # pragma: no cover - retries are off
         time.sleep(seconds)
@@ -139,8 +141,10 @@ class _DeadlineTransport(httpx.BaseTransport):
             return
         via = httpx.Proxy(proxy)
         if via.url.scheme in ("http", "https"):
+            # TLS to an https:// proxy uses httpcore's default trust (every httpcore has it; the
+            # proxy_ssl_context of 1.x is not in 0.14)
             self._pool = httpcore.HTTPProxy(proxy_url=_core_url(via.url), proxy_auth=via.raw_auth,
-                                            proxy_headers=via.headers.raw, proxy_ssl_context=via.ssl_context, **pool)
+                                            proxy_headers=via.headers.raw, **pool)
         else:  # socks5: needs socksio, as with httpx (`pip install httpx[socks]`)
             self._pool = httpcore.SOCKSProxy(proxy_url=_core_url(via.url), proxy_auth=via.raw_auth, **pool)
 

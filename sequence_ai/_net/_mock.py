@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from typing import IO, List, Optional
 
 from .._errors import SequencesError
+from .._extras import install_hint
 
 __all__ = ["MockPlatform", "ServeExtraMissing", "is_mock", "key_for", "local_platform", "missing_serve_dependencies"]
 
 SERVE_DEPENDENCIES = ("fastapi", "uvicorn", "cryptography", "PIL", "numpy")
-SERVE_INSTALL = "pip install 'sequence-ai[serve]'"
+SERVE_INSTALL = install_hint("serve")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 _USER_KEYS = ("SEQUENCES_API_KEY", "SEQUENCES_LOCAL_KEYS")  # the real service's key; keys a platform would accept

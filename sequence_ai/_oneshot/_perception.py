@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .._catalogue._models import resolve_model
 from .._errors import InvalidArgumentType, InvalidRequest, SequencesError
+from .._extras import install_hint
 from .._net._http import gateway_call, require_api_key, resolve_base_url
 from .._vision._encode import ImageExtraMissing, encode
 from .._warming import WarmWait, pause_within
@@ -195,7 +196,7 @@ def _depth_arrays(answer: Dict[str, Any]) -> List[Any]:
     try:
         import numpy as np
     except ImportError:
-        raise ImageExtraMissing("decoding depth maps needs numpy: pip install 'sequence-ai[image]'") from None
+        raise ImageExtraMissing(f"decoding depth maps needs numpy: {install_hint('image')}") from None
     buffers, shapes = answer.get("depth"), answer.get("depth_shape")
     dtype = answer.get("depth_dtype") or "float16"
     if not isinstance(buffers, list) or not isinstance(shapes, list) or len(buffers) != len(shapes):

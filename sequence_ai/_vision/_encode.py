@@ -12,13 +12,14 @@ import io
 from typing import Any, Optional, Union
 
 from .._errors import InvalidArgument, InvalidArgumentType, SequencesError
+from .._extras import install_hint
 from .._wire import Model
 from ._resize import apply, plan
 
 __all__ = ["DEFAULT_JPEG_QUALITY", "ImageExtraMissing", "encode", "to_pixels"]
 
 DEFAULT_JPEG_QUALITY = 95  # what every model's own server decodes well; keep it at 90 or above
-INSTALL_HINT = "pip install 'sequence-ai[image]'"
+INSTALL_HINT = install_hint("image")
 
 
 class ImageExtraMissing(SequencesError, ImportError):

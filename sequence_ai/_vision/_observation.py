@@ -203,7 +203,7 @@ def observation(
     """An `Observation` sized, encoded and checked for `model` (a `Model` or a catalogue name).
 
     `images` maps view name → frame (base64 str, encoded bytes, ndarray or PIL image; the last
-    two need ``pip install 'sequence-ai[image]'``). A camera the model does not declare is
+    two need the ``[image]`` extra). A camera the model does not declare is
     dropped with a warning naming it; a declared view that is missing, or a state that does not
     match `state_layout` half by half, raises ObservationMismatch (a ValueError; `strict=False`:
     one warning instead).

@@ -249,12 +249,8 @@ def apply(pixels: Any, size_plan: SizePlan) -> Any:
         image = pixels
     if size_plan.mode == "keep":
         return image
-    filters = {
-        "bilinear": Image.Resampling.BILINEAR,
-        "bicubic": Image.Resampling.BICUBIC,
-        "area": Image.Resampling.BOX,
-        "lanczos": Image.Resampling.LANCZOS,
-    }
+    named = getattr(Image, "Resampling", Image)  # Pillow < 9.1 (Ubuntu 22.04's 9.0.1): the module's own names
+    filters = {"bilinear": named.BILINEAR, "bicubic": named.BICUBIC, "area": named.BOX, "lanczos": named.LANCZOS}
     resample = filters[size_plan.filter]
     resized = _resample(image, size_plan.resize_to, resample, banded=size_plan.filter != "area")
     if size_plan.canvas is None:

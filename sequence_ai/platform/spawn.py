@@ -13,7 +13,8 @@
 
 API (stable):
     LocalPlatform(*extra_args, startup_timeout_s=20.0, api_key=None)
-        extra_args are CLI flags of `python -m sequence_ai.platform` (e.g. "--cold-start", "5").
+        extra_args are CLI flags of `python -m sequence_ai.platform` (e.g. "--cold-start", "5"),
+        run by this Python or $SEQUENCES_PLATFORM_PYTHON.
     .start() -> self; .stop() (SIGTERM, waits); .kill() (SIGKILL: "gateway down");
     .restart() (same gateway port and key; new worker, new certificate) -> self
     .base_url, .api_key, .admin_token, .worker_url (as at start; connect says where it is now), .pid
@@ -47,6 +48,14 @@ import httpx
 from .keystore import ENV_KEYS
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLATFORM_PYTHON = "SEQUENCES_PLATFORM_PYTHON"
+
+
+def platform_python() -> str:
+    """The Python the platform runs in: this one, or $SEQUENCES_PLATFORM_PYTHON (one with the [serve]
+    extra, so a client under test in a Python without it, such as a distribution's set pinned in a
+    scratch venv, still gets a local platform)."""
+    return os.environ.get(PLATFORM_PYTHON) or sys.executable
 
 
 class LocalPlatform:
@@ -64,7 +73,7 @@ class LocalPlatform:
     def start(self) -> LocalPlatform:
         if self.running:
             return self
-        cmd = [sys.executable, "-m", "sequence_ai.platform", "--json", "--gateway-port", str(self._gateway_port),
+        cmd = [platform_python(), "-m", "sequence_ai.platform", "--json", "--gateway-port", str(self._gateway_port),
                *self.extra_args]
         env = dict(os.environ)
         if self._api_key:

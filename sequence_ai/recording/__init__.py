@@ -1,4 +1,4 @@
-"""Recording a run to an MCAP file, and reading one back (needs `pip install 'sequence-ai[record]'`).
+"""Recording a run to an MCAP file, and reading one back (needs the `[record]` extra).
 
     from sequence_ai.recording import Recorder, read_run
 

@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Deque, Dict, Mapping, Optional, Tuple
 
+from .._extras import install_hint
 from .._link._fetch import background_thread
 from .._version import __version__
 from .cdr import encoder_for
@@ -49,7 +50,7 @@ def require_mcap() -> None:
         import mcap_ros2  # noqa: F401
     except ImportError as exc:
         raise ImportError(f"recording needs the MCAP packages ({exc.name} is missing): "
-                          "pip install 'sequence-ai[record]'") from None
+                          f"{install_hint('record')}") from None
 
 
 class _Skipped(Exception):

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from .._extras import install_hint
 from .reader import RunRecord
 from .summary import RunSummary, command_series, in_range, summarize
 
@@ -50,7 +51,7 @@ def timeline_figure(record: RunRecord, *, title: Optional[str] = None) -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("the timeline plot needs matplotlib: pip install 'sequence-ai[replay]'") from None
+        raise ImportError(f"the timeline plot needs matplotlib: {install_hint('replay')}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection, PolyCollection

@@ -25,12 +25,13 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .._extras import install_hint
 from .episode import Episode
 
 __all__ = ["EPISODES_FILE", "LeRobotTarget", "metadata_line", "require_lerobot"]
 
 EPISODES_FILE = "meta/sequence_ai_episodes.jsonl"
-LEROBOT_INSTALL = "pip install 'sequence-ai[lerobot]'"
+LEROBOT_INSTALL = install_hint("lerobot")
 LEROBOT_PYTHON = (3, 12)  # lerobot 0.6's own code uses 3.12 syntax
 PENDING_IMAGE_BYTES = 256 << 20  # decoded frames handed to lerobot's image writer threads, not yet written
 
@@ -42,7 +43,7 @@ def require_lerobot() -> None:
         version = ".".join(map(str, sys.version_info[:3]))
         raise ImportError(f"export --format lerobot needs Python {'.'.join(map(str, LEROBOT_PYTHON))} or newer, and "
                           f"this is Python {version}: lerobot 0.6 does not run on older ones, so "
-                          f"'sequence-ai[lerobot]' installs no lerobot here. {_newer_python_hint()}")
+                          f"the [lerobot] extra installs no lerobot here. {_newer_python_hint()}")
     # lerobot warns at import, with a long traceback, when torchcodec finds no FFmpeg libraries:
     # that decodes video, and an export writes images only.
     logging.getLogger("lerobot.utils.import_utils").setLevel(logging.ERROR)

@@ -149,6 +149,7 @@ def test_export_without_lerobot_installed_says_what_to_install(recorded, tmp_pat
         assert err[0].startswith(f"error: export --format lerobot needs Python 3.12 or newer, and this is Python "
                                  f"{platform.python_version()}: lerobot 0.6 does not run on older ones"), err
     else:
-        assert "needs the lerobot package" in err[0] and "sequence-ai[lerobot]" in err[0], err
+        assert "needs the lerobot package" in err[0], err
+        assert "pip install 'mcap>=1.6,<2' 'mcap-ros2-support>=0.6,<1' 'lerobot[dataset]>=0.6,<0.7'" in err[0], err
     assert not (tmp_path / "dataset").exists()
 

@@ -86,4 +86,4 @@ def test_record_dir_without_the_record_extra_is_refused_naming_it(tmp_path):
              "    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert "record_dir is set but recording needs the MCAP packages" in out.stdout, out.stderr
-    assert "sequence-ai[record]" in out.stdout
+    assert "(mcap is missing): pip install 'mcap>=1.6,<2' 'mcap-ros2-support>=0.6,<1'" in out.stdout

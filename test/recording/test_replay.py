@@ -145,8 +145,9 @@ def test_the_client_works_without_the_record_extra(recorded):
     probe = subprocess.run([sys.executable, "-c", _WITHOUT_MCAP, str(path)], capture_output=True, text=True,
                            timeout=60)
     assert probe.returncode == 0, probe.stderr
-    assert "recorder: recording needs the MCAP packages" in probe.stdout and "sequence-ai[record]" in probe.stdout
-    assert "replay exit 1" in probe.stdout and "sequence-ai[record]" in probe.stderr
+    hint = "pip install 'mcap>=1.6,<2' 'mcap-ros2-support>=0.6,<1' (the [record] extra)"
+    assert "recorder: recording needs the MCAP packages" in probe.stdout and hint in probe.stdout
+    assert "replay exit 1" in probe.stdout and hint in probe.stderr
 
 
 def test_the_timeline_draws_displacement_rows_as_such_and_overlapping_joints_once(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import time
 
@@ -19,6 +20,7 @@ from PIL import Image as PILImage
 
 from sequence_ai import cli
 from sequence_ai.recording import read_run
+from sequence_ai_ros.tools.processes import NodeProcess
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -117,3 +119,21 @@ def test_a_record_dir_the_node_cannot_write_stops_it_at_startup_naming_it(policy
     assert process.process.wait(60.0) != 0
     output = process.output()
     assert "FATAL" in output and f"record_dir '{blocker / 'runs'}' cannot be created" in output, output[-2000:]
+
+
+def test_a_record_dir_without_the_mcap_packages_stops_the_node_at_startup_naming_the_pip_command(platform, tmp_path):
+    # As on a robot that installed with rosdep alone: rosdep has no key for mcap (package.xml).
+    hidden = tmp_path / "without_mcap"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules['mcap'] = None\n")
+    env = {**platform.env(), "PYTHONPATH": os.pathsep.join(p for p in (str(hidden), os.environ.get("PYTHONPATH")) if p)}
+    with NodeProcess("policy_node", namespace="/no_mcap_arm", parameters={"record_dir": str(tmp_path / "runs")},
+                     env=env, log_path=tmp_path / "policy_node.log") as process:
+        assert wait_until(lambda: not process.running, 60.0)
+        text = process.output()
+    assert process.process.returncode == 1, text[-2000:]
+    fatal = [line for line in text.splitlines() if "FATAL" in line and "cannot start" in line]
+    assert len(fatal) == 1, text[-2000:]
+    assert "record_dir is set but recording needs the MCAP packages (mcap is missing)" in fatal[0], fatal
+    assert "pip install 'mcap>=1.6,<2' 'mcap-ros2-support>=0.6,<1'" in fatal[0], fatal
+    assert not (tmp_path / "runs").exists()  # refused before anything was made

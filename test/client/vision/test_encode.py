@@ -63,7 +63,8 @@ def test_arrays_and_pil_without_pillow_name_the_extra():
                           cwd=ROOT, timeout=60, env={**os.environ, "PYTHONPATH": ROOT})
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert len(lines) == 2 and all("pip install 'sequence-ai[image]'" in line for line in lines)
+    hint = "pip install 'pillow>=9.0.1' 'numpy>=1.21.5' (the [image] extra)"
+    assert len(lines) == 2 and all(hint in line for line in lines), lines
 
 
 def test_strings_need_no_pillow():
