@@ -5,10 +5,10 @@ releases: each set is a scratch venv pinned in requirements/scratch/dist-*.txt (
 made in the background by `scripts/workspace.sh test` (scripts/scratch_venv.py).
 
 In each, a named subset of the client's own tests runs from this tree: connect, run, reconnect,
-TLS pinning, the gateway through a proxy, observation and encode. The local platform they talk to
-runs in this venv (SEQUENCES_PLATFORM_PYTHON): its [serve] extra is no part of a robot's set. The
-node's modules and the launch files are compiled by the set's Python too (Humble's is 3.10).
-A machine without the set's Python skips, saying so.
+TLS pinning, the gateway through a proxy, httpcore's API, observation and encode. The local
+platform they talk to runs in this venv (SEQUENCES_PLATFORM_PYTHON): its [serve] extra is no part
+of a robot's set. The node's modules and the launch files are compiled by the set's Python too
+(Humble's is 3.10). A machine without the set's Python skips, saying so.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ SUBSET = {
     "TLS pinning": ["test/client/net/test_tls.py",
                     "test/client/test_faults.py::test_cert_pin_mismatch_fails_closed_and_is_never_retried"],
     "proxy": ["test/client/net/test_gateway_proxy.py"],
+    "httpcore's API": ["test/client/net/test_httpcore_api.py"],
     "observation": ["test/client/vision/test_observation.py"],
     "encode": ["test/client/vision/test_encode.py"],
 }

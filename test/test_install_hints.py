@@ -28,7 +28,8 @@ PROJECT = re.compile(r"^sequence[-_.]ai(\[[^\]]*\])?\s*([<>=!~].*)?$", re.I)
 
 
 def _files() -> List[Path]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout
     paths = [ROOT / line for line in listed.splitlines() if not line.startswith(("test/", "requirements/"))]
     return [p for p in paths if p.is_file() and p.suffix not in (".png", ".jpg", ".mcap")]
 
