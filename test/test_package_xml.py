@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Dict, Set
 
+import pytest
 from test_layers import imports_of, modules
 
 from sequence_ai._extras import EXTRAS, install_hint
@@ -127,3 +128,10 @@ def test_the_pip_only_packages_are_the_record_extra_and_what_it_pulls_in():
                            capture_output=True, text=True, check=True)
     pulled = {r.split(";")[0].split("<")[0].split(">")[0].split("=")[0].strip() for r in eval(probe.stdout)}
     assert {name for name, extra in PIP_ONLY.items() if name not in ("mcap", "mcap_ros2")} == pulled
+
+
+def test_package_xml_is_a_manifest_colcon_and_rosdep_read():
+    package = pytest.importorskip("catkin_pkg.package", reason="catkin_pkg reads package.xml for colcon and rosdep")
+    manifest = package.parse_package(str(ROOT / "package.xml"))
+    manifest.validate()
+    assert manifest.package_format == 3 and {d.name for d in manifest.exec_depends} == declared()
