@@ -3,8 +3,8 @@ the name `sequence-ai`; and the version says what this one is compatible with.
 
 A hint names an extra's packages themselves (`sequence_ai/_extras.py`, held equal to pyproject.toml
 here) or installs from the checkout (`pip install '.[record]'`). Read from every file of the
-repository but the tests and requirements/ (which install the public 0.20.0 on purpose, for the
-reference checks), the code's messages included."""
+repository, the code's messages and what the tests expect of them included, but requirements/scratch/
+and test/reference/ (which install and run the public 0.20.0 on purpose) and this file's own examples."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ PROJECT = re.compile(r"^sequence[-_.]ai(\[[^\]]*\])?\s*([<>=!~].*)?$", re.I)
 def _files() -> List[Path]:
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
-    paths = [ROOT / line for line in listed.splitlines() if not line.startswith(("test/", "requirements/"))]
+    paths = [ROOT / line for line in listed.splitlines()
+             if not line.startswith(("requirements/scratch/", "test/reference/", "test/test_install_hints.py"))]
     return [p for p in paths if p.is_file() and p.suffix not in (".png", ".jpg", ".mcap")]
 
 

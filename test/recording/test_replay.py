@@ -122,7 +122,7 @@ def test_the_summary_needs_no_matplotlib_and_plot_says_what_is_missing(recorded)
                              capture_output=True, text=True, timeout=60)
     assert plotted.stdout.startswith(f"{path}: complete\n") and plotted.stdout.endswith("exit 1\n")
     assert plotted.stderr == (f"error: no plot of {path}: the timeline plot needs matplotlib: pip install "
-                              "'sequence-ai[replay]'\n")
+                              "'mcap>=1.6,<2' 'mcap-ros2-support>=0.6,<1' 'matplotlib>=3.5' (the [replay] extra)\n")
     assert cli.main(["replay", str(path), "--no-plot"]) == 0  # the old flag still runs: the summary is the default
 
 
