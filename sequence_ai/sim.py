@@ -15,6 +15,12 @@ the gripper (0 open … 1 closed, binarised as the catalogue says). Franka joint
 time advances one control period per applied action, so a run is reproducible. Each view is a
 drawing of the arm over a table and a red cube, 16:9, so what the model sees follows what the arm
 did. Frames need the `[image]` extra (Pillow, numpy).
+
+`SimulatedArm(..., physics="mujoco")` puts a physical arm under the same interface (the
+`[physics]` extra; sequence_ai/sim_physics.py): each row sets the target the kinematic arm above
+would reach, a MuJoCo Panda's position servos chase it through one control period of physics,
+`positions` are the joints it measured (`commanded` the targets), and the cameras are MuJoCo's
+renders of it. The default, `physics=None`, is the kinematic arm.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ DQ_MAX = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
 GRIPPER_SPEED = 2.5  # full stroke per second, 0 open ... 1 closed
 FRAME_SIZE = (320, 180)  # the DROID cameras' 16:9
 VELOCITY_ROWS, TARGET_ROWS = ("joint_delta", "joint_velocity"), ("joint_absolute", "joint_position")
+PHYSICS = (None, "kinematic", "mujoco")
 
 
 def _clip(value: float, low: float, high: float) -> float:
@@ -46,9 +53,11 @@ class SimulatedArm:
     `hold_position`. `positions`, `gripper`, `actions`, `holds` say what happened to it."""
 
     def __init__(self, model: Union[Model, str] = "pi05-droid", *, instruction: str = "pick up the cup",
-                 base_url: Optional[str] = None, positions: Sequence[float] = HOME):
+                 base_url: Optional[str] = None, positions: Sequence[float] = HOME, physics: Optional[str] = None):
         if len(positions) != len(HOME):
             raise InvalidArgument(f"the simulated arm has {len(HOME)} joints (got {len(positions)} positions)")
+        if physics not in PHYSICS:
+            raise InvalidArgument(f"physics={physics!r}: the simulated arm is kinematic (None) or 'mujoco'")
         self.instruction = instruction
         self.positions: List[float] = [_clip(float(q), lo, hi) for q, lo, hi in zip(positions, Q_MIN, Q_MAX)]
         self.gripper = 0.0
@@ -60,6 +69,15 @@ class SimulatedArm:
         self._velocity = [0.0] * len(HOME)
         self._target = list(self.positions)
         self._gripper_target = 0.0
+        self.commanded: List[float] = list(self.positions)  # what the joints are told (= positions without physics)
+        self.physics: Any = None
+        if physics == "mujoco":
+            from .sim_physics import PandaPhysics, unavailable
+
+            reason = unavailable()
+            if reason:
+                raise InvalidArgument(f"physics='mujoco': {reason}")
+            self.physics = PandaPhysics(self.positions)
 
     # -- the model this arm is driven by ---------------------------------------------------
     @property
@@ -135,29 +153,51 @@ class SimulatedArm:
 
     def hold(self) -> None:
         """Stop where the arm is (the end of a run, or anything that stopped it early)."""
-        self._target, self._velocity = list(self.positions), [0.0] * len(HOME)
         self._gripper_target = self.gripper
+        self._hold_here()
         self.holds += 1
 
     def hold_position(self, stall_s: Optional[float] = None) -> None:
         """The buffer ran dry: hold, never coast on the last velocity."""
+        self._hold_here()
+
+    def _hold_here(self) -> None:
         self._target, self._velocity = list(self.positions), [0.0] * len(HOME)
+        if self.physics is not None:  # the servos hold the measured joints, not a target still ahead
+            self.commanded = list(self.positions)
+            self.physics.command(self.commanded, self._gripper_target)
 
     # -- kinematics (as sim_robot) ---------------------------------------------------------
     def _step(self, dt: float) -> None:
+        if self.physics is not None:
+            self._step_physics(dt)
+            return
+        self.positions = self._moved(self.positions, dt)
+        self.commanded = list(self.positions)
+        step = GRIPPER_SPEED * dt
+        self.gripper += _clip(self._gripper_target - self.gripper, -step, step)
+
+    def _step_physics(self, dt: float) -> None:
+        """The kinematic rule moves the command; the servos chase it for `dt` of physics."""
+        self.commanded = self._moved(self.commanded, dt)
+        self.physics.command(self.commanded, self._gripper_target)
+        self.physics.advance(dt)
+        self.positions, self.gripper = self.physics.positions, self.physics.gripper
+
+    def _moved(self, positions: Sequence[float], dt: float) -> List[float]:
         moved = []
-        for i, q in enumerate(self.positions):
+        for i, q in enumerate(positions):
             if self._rows_of(self.model) in TARGET_ROWS:
                 q += _clip(self._target[i] - q, -DQ_MAX[i] * dt, DQ_MAX[i] * dt)
             else:
                 q += _clip(self._velocity[i], -DQ_MAX[i], DQ_MAX[i]) * dt
             moved.append(_clip(q, Q_MIN[i], Q_MAX[i]))
-        self.positions = moved
-        step = GRIPPER_SPEED * dt
-        self.gripper += _clip(self._gripper_target - self.gripper, -step, step)
+        return moved
 
     # -- cameras ---------------------------------------------------------------------------
     def _render(self, view: str) -> Any:
+        if self.physics is not None:
+            return self.physics.render(view, *FRAME_SIZE)
         from ._vision._encode import _pillow
 
         image_module = _pillow()
