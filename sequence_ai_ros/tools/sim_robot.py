@@ -4,6 +4,14 @@ It obeys the same command topic types as a real controller (Float64MultiArray or
 JointTrajectory; position or velocity), moves within Franka-like joint and speed limits,
 publishes /joint_states, and renders one 16:9 camera image per model view showing the arm, so
 what the policy sees reflects what the arm did.
+
+Parameter `physics: mujoco` (default `kinematic`) puts a physical arm behind the same topics
+(sequence_ai/sim_physics.py, the [physics] extra): the kinematic arm's position becomes the target
+of a MuJoCo Panda's position servos, /joint_states carries what they measured, and the cameras
+are MuJoCo's offscreen renders. Rendering costs tens of milliseconds a view without a GPU, so a
+physical arm's cameras default to PHYSICS_CAMERA_HZ at PHYSICS_IMAGE_SIZE (the policy node needs a
+fresh frame when it builds a request, about twice a second); each frame's stamp is the moment of
+the state it shows.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import time
 from typing import List, Optional
 
 import numpy as np
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
@@ -27,6 +36,9 @@ from ..spinning import Spinning
 HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
 GRIPPER_OPEN, GRIPPER_CLOSED, GRIPPER_SPEED = 0.04, 0.0, 0.1
 VELOCITY_COMMAND_TIMEOUT_S = 0.25
+PHYSICS = ("kinematic", "mujoco")
+PHYSICS_CAMERA_HZ, PHYSICS_IMAGE_SIZE = 3.0, (320, 180)
+PHYSICS_MAX_STEP_S = 0.2  # a stalled timer catches up this much physics at once, no more
 
 
 class SimRobot(Node):
@@ -42,9 +54,13 @@ class SimRobot(Node):
         self.gripper_joint = p("gripper_joint", "fr3_finger_joint1").value
         self.views = list(p("camera_views", ["exterior_1", "wrist_left"]).value)
         self.topics = list(p("camera_topics", ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"]).value)
-        self.width = int(p("image_width", 640).value)
-        self.height = int(p("image_height", 360).value)
-        camera_hz = float(p("camera_hz", 15.0).value)
+        physics = str(p("physics", "kinematic").value)
+        if physics not in PHYSICS:
+            raise ValueError(f"sim_robot: physics is 'kinematic' or 'mujoco', not {physics!r}")
+        size, hz = (PHYSICS_IMAGE_SIZE, PHYSICS_CAMERA_HZ) if physics == "mujoco" else ((640, 360), 15.0)
+        self.width = int(p("image_width", size[0]).value)
+        self.height = int(p("image_height", size[1]).value)
+        camera_hz = float(p("camera_hz", hz).value)
         joint_hz = float(p("joint_state_hz", 100.0).value)
         initial = list(p("initial_positions", list(HOME)).value)
 
@@ -59,17 +75,32 @@ class SimRobot(Node):
         self.dq_max = np.array(FRANKA_DQ_MAX)
         self.commands = 0
         self._last_step = time.monotonic()
+        self.physics = None
+        if physics == "mujoco":
+            from sequence_ai.sim_physics import PandaPhysics, unavailable
+
+            reason = unavailable(render=True)
+            if reason:
+                raise RuntimeError(f"sim_robot: physics 'mujoco' cannot run here: {reason}")
+            self.physics = PandaPhysics(self.q.tolist(), gripper=self._closed(self.gripper))
 
         command_type = JointTrajectory if self.command_type == "joint_trajectory" else Float64MultiArray
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(command_type, self.command_topic, self._on_command, reliable)
         self.joint_pub = self.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
         self.image_pubs = [self.create_publisher(Image, t, qos_profile_sensor_data) for t in self.topics]
-        self.create_timer(1.0 / joint_hz, self._step)
-        self.create_timer(1.0 / camera_hz, self._publish_images)
+        # rendering a physical arm's views takes long: on a thread of its own, the joints step on
+        self.create_timer(1.0 / joint_hz, self._step, callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(1.0 / camera_hz, self._publish_images, callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(
-            f"sim arm: {self.interface} commands on {self.command_topic} ({self.command_type}), cameras {self.views}"
+            f"sim arm: {physics}, {self.interface} commands on {self.command_topic} ({self.command_type}), "
+            f"cameras {self.views} at {camera_hz:g} Hz, {self.width}x{self.height}"
         )
+
+    @staticmethod
+    def _closed(gripper_m: float) -> float:
+        """The gripper's opening in metres as the physical arm's 0 (open) ... 1 (closed)."""
+        return 1.0 - (gripper_m - GRIPPER_CLOSED) / (GRIPPER_OPEN - GRIPPER_CLOSED)
 
     # -- commands -------------------------------------------------------------------------------
     def _on_command(self, msg) -> None:
@@ -98,8 +129,8 @@ class SimRobot(Node):
     # -- kinematics -----------------------------------------------------------------------------
     def _step(self) -> None:
         now = time.monotonic()
-        dt = min(0.05, now - self._last_step)
-        self._last_step = now
+        elapsed, self._last_step = now - self._last_step, now
+        dt = min(0.05, elapsed)
         with self._lock:
             if self.interface == "velocity":
                 velocity = self.velocity if now - self.velocity_stamp < VELOCITY_COMMAND_TIMEOUT_S else 0.0
@@ -110,6 +141,12 @@ class SimRobot(Node):
             g_step = max(-GRIPPER_SPEED * dt, min(GRIPPER_SPEED * dt, self.gripper_target - self.gripper))
             self.gripper += g_step
             positions = [*self.q.tolist(), self.gripper]
+            if self.physics is not None:  # the servos chase the kinematic arm: what they measure is published
+                self.physics.command(positions[:-1], self._closed(self.gripper))
+        if self.physics is not None:
+            self.physics.advance(min(PHYSICS_MAX_STEP_S, elapsed))
+            opening = GRIPPER_CLOSED + (1.0 - self.physics.gripper) * (GRIPPER_OPEN - GRIPPER_CLOSED)
+            positions = [*self.physics.positions, opening]
         msg = JointState(name=[*self.joint_names, self.gripper_joint], position=positions)
         msg.header.stamp = self.get_clock().now().to_msg()
         self.joint_pub.publish(msg)
@@ -120,7 +157,11 @@ class SimRobot(Node):
             q, gripper = self.q.copy(), self.gripper
         stamp = self.get_clock().now().to_msg()
         for view, pub in zip(self.views, self.image_pubs):
-            frame = render(view, q, gripper, self.width, self.height)
+            if self.physics is not None:  # stamped with the moment of the state it draws
+                stamp = self.get_clock().now().to_msg()
+                frame = self.physics.render(view, self.width, self.height)
+            else:
+                frame = render(view, q, gripper, self.width, self.height)
             msg = Image(height=self.height, width=self.width, encoding="rgb8", is_bigendian=0,
                         step=self.width * 3, data=frame.tobytes())
             msg.header.stamp = stamp
@@ -168,7 +209,8 @@ def render(view: str, q: np.ndarray, gripper: float, width: int, height: int) ->
 def main(argv: Optional[list] = None) -> int:
     spun = Spinning(argv if argv is not None else sys.argv, stop_on_signals=True)  # Ctrl-C: a clean exit
     try:
-        spun.spin([SimRobot(context=spun.context)])
+        robot = SimRobot(context=spun.context)
+        spun.spin([robot], threads=2 if robot.physics is not None else 1)
         spun.wait()
     finally:
         spun.close()
