@@ -25,6 +25,7 @@ import bench_cost
 import bench_export
 import bench_interrupt
 import bench_latency
+import bench_physics
 import bench_recording
 import bench_robots
 import bench_ros_jitter
@@ -43,12 +44,13 @@ DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
 FULL = {"latency_seconds": 40.0, "swap_seconds": 20.0, "ros_latency_seconds": 20.0, "ros_latencies": (0.05, 0.6, 0.7, 0.8), "latencies": (0.05, 0.6, 0.7, 0.8), "ros_before": True, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
         "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
         "size_seconds": 6.0, "worker_requests": 300, "recording_actions": 100, "recording_rounds": 3,
-        "export_seconds": 15.0}
+        "export_seconds": 15.0, "physics_seconds": 30.0}
 # Quick: bench_latency at the low latency and 0.7 s only (0.6 and 0.8 take the same path as 0.7); the
 # node's goal at 0.7 s lasts 5 s (in 2 s, on a loaded machine, it was seen to end before its first action).
 QUICK = {"latency_seconds": 2.0, "swap_seconds": 4.0, "ros_latency_seconds": 5.0, "ros_latencies": (0.7,), "latencies": (0.05, 0.7), "ros_before": False, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
          "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5,
-         "worker_requests": 20, "recording_actions": 16, "recording_rounds": 1, "export_seconds": 2.0}
+         "worker_requests": 20, "recording_actions": 16, "recording_rounds": 1, "export_seconds": 2.0,
+         "physics_seconds": 3.0}
 LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
@@ -319,6 +321,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     export = timed("lerobot export", lambda: bench_export.measure(sizes["export_seconds"], install=not args.quick,
                                                                   log=log), timings, errors)
 
+    # the physical arm (the [physics] extra): where it cannot run, its rows say why
+    from sequence_ai.sim_physics import unavailable
+
+    physics_missing = unavailable(render=True)
+    physics = None if physics_missing else timed("physical arm", lambda: bench_physics.measure(
+        sizes["physics_seconds"], peer, log=log), timings, errors)
+
     rows: List[Row] = []
     rows += latency_rows(latency) if latency else [Row("run() at pi05-droid's latency", "error", verdict="FAIL")]
     curves = budget_curves(latency) if latency else {}
@@ -338,6 +347,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows += recording_rows(recording) if recording else [Row("client CPU per action with recording", "error",
                                                              verdict="FAIL")]
     rows += export_rows(export) if export else [Row("LeRobot export rate", "error", verdict="FAIL")]
+    if physics_missing:
+        rows.append(Row("the physical arm", f"not measured: {physics_missing}"))
+    else:
+        rows += bench_physics.physics_rows(physics) if physics else [Row("the physical arm", "error", verdict="FAIL")]
     wall = time.perf_counter() - started
 
     table = markdown_table(rows)
@@ -351,6 +364,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                   robots, frame_cost))
         print(f"wrote {out}", file=sys.stderr)
         write_budget_curve(curves, os.path.dirname(os.path.abspath(out)), args)
+        if physics and not args.quick:
+            print(f"wrote {bench_physics.write_doc_figure(physics)}", file=sys.stderr)
     return 0
 
 
@@ -508,6 +523,8 @@ def how_measured(sizes: dict, peer: Optional[str]) -> List[str]:
         "`docs/budget-curve.png`. Requests/s is measured, not the budget: a request starts on a control tick, so "
         f"a budget spends at most hz/⌈hz/B⌉ (6.25/s: 5/s). {budget_choice}Goal: lateness p50 ≤ 1/hz at "
         f"{bench_latency.REAL:g} s at its 1/(H/hz − 1.2·L).",
+        "",
+        bench_physics.HOW,
         "",
         f"**Through the node at real latency** (`bench/bench_ros_latency.py`): a platform, `sim_robot` and the "
         "policy node with `config/policy.yaml` (start-up budget and input ages widened for a busy machine), each "

@@ -45,6 +45,7 @@ _SCENE = """<mujoco model="panda_on_a_table">
   <include file="{assets}/actuator.xml"/>
   <option timestep="{timestep}"/>
   <visual><quality shadowsize="0" offsamples="0"/><headlight ambient=".45 .45 .45"/></visual>
+  <asset><texture type="skybox" builtin="gradient" rgb1=".75 .8 .88" rgb2=".45 .5 .6" width="16" height="16"/></asset>
   <worldbody>
     <light pos="0.5 -0.5 2.5" dir="0 0.3 -1" directional="true"/>
     <geom name="floor" type="plane" size="3 3 0.1" rgba=".55 .57 .6 1"/>

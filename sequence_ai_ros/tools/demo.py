@@ -10,6 +10,11 @@ and the final RunOutcome. The node records the goal (record_dir: `<out>/recordin
 file per goal) and the PNG timeline of the run is drawn from that file, as `sequence-ai replay`
 draws it: the commands per joint as published, the time the arm held, seams, instruction
 changes, and every request's latency.
+
+`--physics` runs it on the physical arm (sim_robot's `physics: mujoco`, the [physics] extra: a
+MuJoCo Panda whose joints lag their commands, its cameras rendered offscreen at PHYSICS_CAMERA_HZ)
+and writes what its exterior camera saw during the goal beside the timeline: a strip of frames
+(`demo-exterior-strip.png`) and an animation (`demo-exterior.gif`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="start the two nodes as processes even where ros2 launch is installed")
     parser.add_argument("--out", type=Path, default=Path("out"),
                         help="where the recording (recordings/) and the timeline PNG are written")
+    parser.add_argument("--physics", action="store_true",
+                        help="the physical arm (a MuJoCo Panda whose joints lag; needs the [physics] extra) and a "
+                             "strip and GIF of its exterior camera in --out")
     args = parser.parse_args(argv)
+    if args.physics:
+        from sequence_ai.sim_physics import unavailable
+
+        reason = unavailable(render=True)
+        if reason:
+            parser.error(f"--physics: {reason}")
 
     from sequence_ai.platform.spawn import LocalPlatform
 
@@ -62,8 +76,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"[demo] local platform at {platform.base_url} (worker {platform.worker_url}), "
               + ("instant worker" if args.instant else f"latency {args.latency_ms:g} ms +-{100 * args.jitter:.0f} %"))
         record_dir = (args.out / "recordings").absolute()
-        with _nodes(platform.env(), logs, args.without_launch, record_dir) as output, Spinning() as spun:
-            result = _Planner(spun).drive(args, started)
+        params = _physical(logs) if args.physics else None  # None: config/demo.yaml, as installed
+        with _nodes(platform.env(), logs, args.without_launch, record_dir, params) as output, Spinning() as spun:
+            planner = _Planner(spun, watch_camera=args.physics)
+            result = planner.drive(args, started)
         if result is None:
             print("[demo] the run did not finish; log:\n" + output()[-3000:], file=sys.stderr)
             return 1
@@ -71,6 +87,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if image is None:
         return 1
     print(f"[demo] timeline written to {image} (from the recording)")
+    if args.physics:
+        written = _write_strip(planner.frames, args.out)
+        if not written:
+            print("[demo] the exterior camera sent no frame during the goal", file=sys.stderr)
+            return 1
+        print(f"[demo] {len(planner.frames)} exterior camera frames: {', '.join(map(str, written))}")
     print(f"[demo] done in {time.monotonic() - started:.1f}s")
     return 0 if result.status in (0, 1, 2) else 1
 
@@ -96,20 +118,62 @@ def _plot_recording(path: str, image: Path) -> Optional[Path]:
     return plot_timeline(record, image)
 
 
+def _physical(logs: Path) -> Path:
+    """config/demo.yaml with sim_robot on the physical arm, its cameras at the physical arm's rate and
+    size (sim_robot.py: rendering costs tens of milliseconds a view without a GPU)."""
+    import yaml
+
+    from .processes import config_path
+    from .sim_robot import PHYSICS_CAMERA_HZ, PHYSICS_IMAGE_SIZE
+
+    params = yaml.safe_load(config_path("demo.yaml").read_text())
+    sim = params["/**/sim_robot"]["ros__parameters"]
+    sim.update(physics="mujoco", camera_hz=PHYSICS_CAMERA_HZ, image_width=PHYSICS_IMAGE_SIZE[0],
+               image_height=PHYSICS_IMAGE_SIZE[1])
+    path = logs / "demo-physics.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return path
+
+
+def _write_strip(frames: List[Tuple[float, object]], out: Path, columns: int = 4, rows: int = 2) -> List[Path]:
+    """The exterior camera during the goal: columns × rows frames evenly spread over it, each marked
+    with its time into the goal; and every frame as a GIF at the camera's pace."""
+    if not frames:
+        return []
+    from PIL import Image, ImageDraw
+
+    images = [(t, Image.fromarray(frame)) for t, frame in frames]
+    width, height = images[0][1].size
+    count = min(columns * rows, len(images))
+    picked = [images[round(i * (len(images) - 1) / max(1, count - 1))] for i in range(count)]
+    strip = Image.new("RGB", (width * min(columns, count), height * -(-count // columns)), (0, 0, 0))
+    for index, (t, image) in enumerate(picked):
+        tile = image.copy()
+        ImageDraw.Draw(tile).text((6, 4), f"t={t:4.1f}s", fill=(0, 0, 0))
+        strip.paste(tile, ((index % columns) * width, (index // columns) * height))
+    out.mkdir(parents=True, exist_ok=True)
+    strip_path, gif_path = out / "demo-exterior-strip.png", out / "demo-exterior.gif"
+    strip.save(strip_path)
+    pace_ms = max(50, round(1000 * (images[-1][0] - images[0][0]) / max(1, len(images) - 1)))
+    images[0][1].save(gif_path, save_all=True, append_images=[image for _, image in images[1:]], duration=pace_ms,
+                      loop=0)
+    return [strip_path, gif_path]
+
+
 @contextlib.contextmanager
-def _nodes(env, logs: Path, without_launch: bool, record_dir: Path) -> Iterator:
+def _nodes(env, logs: Path, without_launch: bool, record_dir: Path, params_file: Optional[Path]) -> Iterator:
     """The simulated arm and the policy node: `ros2 launch` where it is installed, else two
     processes. Yields a function that returns their log; stopped (SIGINT) on exit."""
     from .processes import LaunchProcess, NodeProcess, config_path, ros2_cli
 
     if ros2_cli() and not without_launch:
-        print(f"[demo] ros2 launch sequence_ai_ros demo.launch.py record_dir:={record_dir}")
-        with LaunchProcess("demo.launch.py", {"record_dir": str(record_dir)}, env=env,
-                           log_path=logs / "launch.log") as launch:
+        arguments = {"record_dir": str(record_dir), **({"params_file": str(params_file)} if params_file else {})}
+        print("[demo] ros2 launch sequence_ai_ros demo.launch.py " + " ".join(f"{k}:={v}" for k, v in arguments.items()))
+        with LaunchProcess("demo.launch.py", arguments, env=env, log_path=logs / "launch.log") as launch:
             yield launch.output
         return
     print("[demo] no ros2 launch here: starting sim_robot and policy_node as processes")
-    params = [config_path("demo.yaml")]
+    params = [params_file or config_path("demo.yaml")]
     with NodeProcess("sim_robot", params_files=params, env=env, log_path=logs / "sim_robot.log"), \
             NodeProcess("policy_node", params_files=params, parameters={"record_dir": str(record_dir)}, env=env,
                         log_path=logs / "policy_node.log") as node:
@@ -119,7 +183,7 @@ def _nodes(env, logs: Path, without_launch: bool, record_dir: Path) -> Iterator:
 class _Planner:
     """The planner side of the demo: an rclpy node that sends the goal and changes the instruction."""
 
-    def __init__(self, spun) -> None:
+    def __init__(self, spun, watch_camera: bool = False) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.action import ActionClient
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -143,7 +207,22 @@ class _Planner:
         self.client = ActionClient(self.node, Act, "/sequence_ai_policy/act")
         self.set_instruction = self.node.create_client(SetInstruction, "/sequence_ai_policy/set_instruction")
         self.SetInstruction = SetInstruction
+        self.frames: List[Tuple[float, object]] = []  # (seconds into the goal, rgb array) of the exterior camera
+        self.goal_running = False
+        if watch_camera:
+            from rclpy.qos import qos_profile_sensor_data
+            from sensor_msgs.msg import Image
+
+            self.node.create_subscription(Image, "/cameras/exterior_1/image_raw", self._on_frame,
+                                          qos_profile_sensor_data)
         spun.spin([self.node], name="demo-planner")
+
+    def _on_frame(self, message) -> None:
+        if self.goal_running:
+            import numpy as np
+
+            frame = np.frombuffer(bytes(message.data), dtype=np.uint8).reshape(message.height, message.width, 3)
+            self.frames.append((self._t(), frame.copy()))
 
     def _t(self) -> float:
         return time.monotonic() - self.t0
@@ -185,6 +264,7 @@ class _Planner:
             print("[demo] goal not accepted", file=sys.stderr)
             return None
         result_future = sent.result().get_result_async()
+        self.goal_running = True
         switched = False
         while not result_future.done():
             if not switched and self._t() >= args.switch_after:
@@ -195,6 +275,7 @@ class _Planner:
                       f"(accepted={reply.result().accepted if reply.done() else '?'})")
                 switched = True
             time.sleep(0.05)
+        self.goal_running = False
         result = result_future.result().result
         print(f"[demo] result: {status_name(self.Act, result.status)}: {result.message}")
         self._wait(lambda: self.outcome is not None, 3.0)
