@@ -17,7 +17,8 @@ loop at pi05-droid's real latency on it, judged on what the arm MEASURES.
 Per run: backward yanks (control periods in which the commanded target steps back against the
 motion, toward-the-goal, by more than YANK_RAD on a joint with somewhere to go, the goal steady),
 the same on the measured joints, the largest step ÷ the median step of the commands and of the
-measured joints, tracking (the target in force − the measured joints, largest joint, p50 and max),
+measured joints, tracking while the commands move (the target in force − the measured joints,
+largest joint, p50 and max),
 held share, age and lateness p50; on the sweeping goal the RMS of the MEASURED joints from the goal;
 the arm's own cost: render ms per view, physics ms per control period, and their share of one.
 """
@@ -139,9 +140,10 @@ def figures(result: dict, goal: Optional[Sequence[float]] = None, moving=None, f
         return result
     log = result.pop("log")
     targets, measured = [e[2] for e in log], [e[3] for e in log]
-    tracking = [max(abs(t - m) for t, m in zip(target, now)) for target, now in zip(targets, measured[1:])]
-    arm = result["arm"]
-    periods = arm["sim_s"] / PERIOD_S
+    # while the arm is told to move (a held arm at its goal tracks trivially)
+    tracking = [max(abs(t - m) for t, m in zip(target, now))
+                for before, target, now in zip(targets, targets[1:], measured[2:])
+                if max(abs(a - b) for a, b in zip(before, target)) > 1e-4]
     result.update({
         "held_share": result["underrun_s"] / result["elapsed_s"] if result["elapsed_s"] > 0 else float("nan"),
         "command_step_ratio": _ratio([max(abs(a - b) for a, b in zip(p, q)) for p, q in zip(targets, targets[1:])]),
@@ -149,10 +151,12 @@ def figures(result: dict, goal: Optional[Sequence[float]] = None, moving=None, f
         "tracking_p50": common.percentile(tracking, 50), "tracking_max": max(tracking) if tracking else float("nan"),
         "age_p50_s": common.percentile([e[4] for e in log if e[4] is not None], 50),
         "lateness_p50_s": common.percentile([e[5] for e in log if e[5] is not None], 50),
-        "render_ms": arm["render_s"] / max(1, arm["renders"]) * 1000,
-        "physics_ms_per_period": arm["physics_s"] / max(1e-9, periods) * 1000,
-        "renders_per_s": arm["renders"] / max(1e-9, arm["wall_s"]),
     })
+    arm = result.get("arm")  # the arm's own costs, where it ran in a process of ours
+    if arm:
+        result.update({"render_ms": arm["render_s"] / max(1, arm["renders"]) * 1000,
+                       "physics_ms_per_period": arm["physics_s"] / max(1e-9, arm["sim_s"] / PERIOD_S) * 1000,
+                       "renders_per_s": arm["renders"] / max(1e-9, arm["wall_s"])})
     if goal is not None:
         result["command_yanks"], result["measured_yanks"] = yanks(targets, goal), yanks(measured, goal)
     if moving is not None:
@@ -192,8 +196,10 @@ def summary(r: dict) -> str:
         return f"error: {r['error']}"
     text = (f"{r['actions']} actions, held {r['held_share'] * 100:.1f}%, steps cmd {r['command_step_ratio']:.2f}x "
             f"measured {r['measured_step_ratio']:.2f}x, tracking p50 {r['tracking_p50'] * 1000:.1f} max "
-            f"{r['tracking_max'] * 1000:.1f} mrad, render {r['render_ms']:.1f} ms/view, physics "
-            f"{r['physics_ms_per_period']:.2f} ms/period")
+            f"{r['tracking_max'] * 1000:.1f} mrad, age p50 {r['age_p50_s']:.2f}s, lateness p50 "
+            f"{r['lateness_p50_s']:.2f}s")
+    if "render_ms" in r:
+        text += f", render {r['render_ms']:.1f} ms/view, physics {r['physics_ms_per_period']:.2f} ms/period"
     if "command_yanks" in r:
         text += f", yanks cmd {r['command_yanks']} measured {r['measured_yanks']}"
     if "rms_rad" in r:
@@ -204,8 +210,7 @@ def summary(r: dict) -> str:
 # -- the table's rows ------------------------------------------------------------------------------
 
 def physics_rows(result: dict) -> List[Row]:
-    from latency_rows import age_goal, lateness_goal
-
+    """bench_physics.measure()'s result: the step response, the loop through run(), the arm's cost."""
     out: List[Row] = []
     for response in result.get("steps") or []:
         joints = response["joints"]
@@ -213,19 +218,45 @@ def physics_rows(result: dict) -> List[Row]:
                        "periods to 50 % / 90 % (joints 1…7; overshoot)",
                        "; ".join(f"{j['p50']:.1f}/{j['p90']:.1f}" for j in joints)
                        + f" (overshoot ≤ {max(j['overshoot'] for j in joints) * 100:.1f} %)", goal="— (stated)"))
-    at = f"physical arm, latency {LATENCY:g} s ±20 %, run(), {result.get('seconds', 0):g} s"
+    out += loop_rows(result, "run()", "ours", (("ours append", "appending rule"), ("peer", "0.20.0")))
+    ours = (result.get("fixed") or {}).get("ours") or {}
+    if "render_ms" in ours:
+        render_share = 2 * ours["render_ms"] / (PERIOD_S * 1000)
+        out += [
+            Row(f"the simulator's cost: render ms per view ({'×'.join(map(str, ours['arm']['size']))}, OSMesa, no GPU)",
+                f"{ours['render_ms']:.1f} ms", goal=f"— (two views = {render_share * 100:.0f} % of a 15 Hz period; "
+                f"rendered {ours['renders_per_s']:.1f} views/s here)"),
+            Row("the simulator's cost: physics ms per 15 Hz control period (2 ms steps)",
+                f"{ours['physics_ms_per_period']:.2f} ms",
+                goal=f"— ({ours['physics_ms_per_period'] / (PERIOD_S * 10):.1f} % of a period)"),
+        ]
+    return out
+
+
+def node_rows(result: dict) -> List[Row]:
+    """bench_physics_node.measure()'s result: the loop through the node."""
+    if "error" in result:
+        return [Row("physical arm through the node", f"error: {result['error']}"[:200], verdict="FAIL")]
+    return loop_rows(result, "through the node (policy.yaml)", "node", (("node append", "appending rule"),))
+
+
+def loop_rows(result: dict, how: str, main: str, others: Sequence[tuple]) -> List[Row]:
+    """The closed loop's rows: `main`'s figures, `others` ((name, label), ...) beside them."""
+    from latency_rows import age_goal, lateness_goal
+
+    at = f"physical arm, latency {LATENCY:g} s ±20 %, {how}, {result.get('seconds', 0):g} s"
     fixed, sweep = result.get("fixed") or {}, result.get("sweep") or {}
-    ours = fixed.get("ours") or {"error": "not run"}
+    ours = fixed.get(main) or {"error": "not run"}
     if "error" in ours:
-        return [*out, Row(f"{at}: the run failed", f"error: {ours['error']}"[:200], verdict="FAIL")]
-    others = [(fixed.get("ours append"), "appending rule"), (fixed.get("peer"), "0.20.0")]
+        return [Row(f"{at}: the run failed", f"error: {ours['error']}"[:200], verdict="FAIL")]
+    beside_runs = [(fixed.get(name), label) for name, label in others]
 
     def beside(fmt) -> str:
-        return "; ".join(f"{fmt(r)} ({label})" for r, label in others if r and "error" not in r) or "n/a"
+        return "; ".join(f"{fmt(r)} ({label})" for r, label in beside_runs if r and "error" not in r) or "n/a"
 
     count = lambda key: lambda r: str(r[key])  # noqa: E731
     ratio = lambda key: lambda r: f"{r[key]:.2f}"  # noqa: E731
-    out += [
+    out = [
         Row(f"backward yanks of the commands (> {YANK_RAD * 1000:g} mrad back against the motion, goal steady), {at}",
             str(ours["command_yanks"]), beside(count("command_yanks")), goal="0",
             verdict=verdict(ours["command_yanks"] == 0)),
@@ -235,7 +266,7 @@ def physics_rows(result: dict) -> List[Row]:
             beside(ratio("command_step_ratio")), goal="≤ 2×", verdict=verdict(ours["command_step_ratio"] <= 2.0)),
         Row(f"largest step ÷ median step of the measured joints, {at}", f"{ours['measured_step_ratio']:.2f}",
             beside(ratio("measured_step_ratio")), goal="≤ 2×", verdict=verdict(ours["measured_step_ratio"] <= 2.0)),
-        Row(f"tracking, target in force − measured (largest joint) p50 / max, {at}",
+        Row(f"tracking while moving, target in force − measured (largest joint) p50 / max, {at}",
             f"{ours['tracking_p50'] * 1000:.1f} / {ours['tracking_max'] * 1000:.1f} mrad",
             beside(lambda r: f"{r['tracking_p50'] * 1000:.1f} / {r['tracking_max'] * 1000:.1f} mrad")),
         Row(f"time held, share of the run, {at}", f"{ours['held_share'] * 100:.2f} % ({ours['underruns']})",
@@ -246,27 +277,18 @@ def physics_rows(result: dict) -> List[Row]:
             goal=f"≤ {age_goal(LATENCY):.2f} / ≤ {lateness_goal(LATENCY):.2f} s",
             verdict=verdict(ours["age_p50_s"] <= age_goal(LATENCY) and ours["lateness_p50_s"] <= lateness_goal(LATENCY))),
     ]
-    moving, append = sweep.get("ours") or {}, sweep.get("ours append") or {}
+    moving, append = sweep.get(main) or {}, sweep.get(others[0][0]) or {}
     if "rms_rad" in moving and "rms_rad" in append:
         share = moving["rms_rad"] / append["rms_rad"]
-        peer = sweep.get("peer") or {}
+        rest = "".join(f"; {(sweep.get(name) or {})['rms_rad']:.3f} rad ({label})" for name, label in others[1:]
+                       if "rms_rad" in (sweep.get(name) or {}))
         from_s = min(SWEEP_FROM_S, result.get("seconds", 0) / 2)
         out.append(Row(f"moving goal: RMS of the MEASURED joints from the goal, {at} (from {from_s:g} s)",
-                       f"{moving['rms_rad']:.3f} rad", f"{append['rms_rad']:.3f} rad (appending rule)"
-                       + (f"; {peer['rms_rad']:.3f} rad (0.20.0)" if "rms_rad" in peer else ""),
+                       f"{moving['rms_rad']:.3f} rad", f"{append['rms_rad']:.3f} rad (appending rule){rest}",
                        f"{share:.2f}", "≤ 0.8× the appending rule", verdict(share <= 0.8)))
     elif moving or append:
         out.append(Row(f"moving goal on the physical arm, {at}", f"error: {moving.get('error') or append.get('error')}",
                        verdict="FAIL"))
-    render_share = 2 * ours["render_ms"] / (PERIOD_S * 1000)
-    out += [
-        Row(f"the simulator's cost: render ms per view ({'×'.join(map(str, ours['arm']['size']))}, OSMesa, no GPU)",
-            f"{ours['render_ms']:.1f} ms", goal=f"— (two views = {render_share * 100:.0f} % of a 15 Hz period; "
-            f"rendered {ours['renders_per_s']:.1f} views/s here)"),
-        Row("the simulator's cost: physics ms per 15 Hz control period (2 ms steps)",
-            f"{ours['physics_ms_per_period']:.2f} ms", goal=f"— ({ours['physics_ms_per_period'] / (PERIOD_S * 10):.1f} "
-            "% of a period)"),
-    ]
     return out
 
 
@@ -278,9 +300,14 @@ HOW = ("**On the physical arm** (`bench/bench_physics.py`; the arm is sequence_a
        "observe() reads the MEASURED joints and two rendered views, act() sets q_ref + row), toward the "
        "instruction's fixed goal and then the sweeping one. Backward yank = a control period in which a joint "
        f"with more than {FAR_RAD:g} rad to go steps back against its way to the goal by more than "
-       f"{YANK_RAD * 1000:g} mrad; tracking = the target in force − the joints measured when the next one is set; "
+       f"{YANK_RAD * 1000:g} mrad; tracking = the target in force − the joints measured when the next one is set, "
+       "over the periods whose command moved; "
        "the moving goal's RMS is over the measured joints. Render and physics costs are the arm process's own "
-       "timings.")
+       "timings. **Through the node** (`bench/bench_physics_node.py`): sim_robot with `physics: mujoco` (cameras "
+       "at 3 Hz, 320×180) and the policy node with config/policy.yaml (input ages widened to 2 s for a busy "
+       "machine), its defaults and the appending rule (`take_over: false`), the same goals; each command as the "
+       "planner receives it, beside the measured joints, interpolated on the arm's own stamps at the moment "
+       "the node published it (its DDS source timestamp).")
 
 
 def write_doc_figure(result: dict, path: str = FIGURE) -> Optional[str]:

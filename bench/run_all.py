@@ -26,6 +26,7 @@ import bench_export
 import bench_interrupt
 import bench_latency
 import bench_physics
+import bench_physics_node
 import bench_recording
 import bench_robots
 import bench_ros_jitter
@@ -325,8 +326,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from sequence_ai.sim_physics import unavailable
 
     physics_missing = unavailable(render=True)
+    # --quick: ours and the appending rule through run(), the node's defaults toward the fixed goal
     physics = None if physics_missing else timed("physical arm", lambda: bench_physics.measure(
-        sizes["physics_seconds"], peer, log=log), timings, errors)
+        sizes["physics_seconds"], None if args.quick else peer, log=log), timings, errors)
+    physics_node = None if physics_missing else timed("physical arm through the node", lambda: bench_physics_node.measure(
+        sizes["physics_seconds"], log=log, quick=args.quick), timings, errors)
 
     rows: List[Row] = []
     rows += latency_rows(latency) if latency else [Row("run() at pi05-droid's latency", "error", verdict="FAIL")]
@@ -351,6 +355,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows.append(Row("the physical arm", f"not measured: {physics_missing}"))
     else:
         rows += bench_physics.physics_rows(physics) if physics else [Row("the physical arm", "error", verdict="FAIL")]
+        rows += bench_physics.node_rows(physics_node) if physics_node else [
+            Row("the physical arm through the node", "error", verdict="FAIL")]
     wall = time.perf_counter() - started
 
     table = markdown_table(rows)
