@@ -145,7 +145,7 @@ def measured_yanks(states, goal, start) -> list:
 def test_a_goal_through_the_node_moves_the_measured_arm_toward_the_goal_without_a_yank(system, local_platform):
     harness, factory, sim, watch = system
     local_platform.fault("latency", ms=700, jitter=0.2)  # pi05-droid's real latency: chunks land late
-    process, ns = factory(local_platform, ns=NS, max_image_age_s=2.0, max_joint_state_age_s=1.0,
+    process, ns = factory(local_platform, ns=NS, max_image_age_s=2.0, max_joint_state_age_s=2.0,
                           joint_velocity_max=[2.175] * 4 + [2.61] * 3)
     planner = Planner(harness.node, ns)
     ready = wait_until(lambda: (planner.ready() and planner.inputs_fresh) or not process.running, 60.0)
