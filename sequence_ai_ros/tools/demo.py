@@ -120,7 +120,8 @@ def _plot_recording(path: str, image: Path) -> Optional[Path]:
 
 def _physical(logs: Path) -> Path:
     """config/demo.yaml with sim_robot on the physical arm, its cameras at the physical arm's rate and
-    size (sim_robot.py: rendering costs tens of milliseconds a view without a GPU)."""
+    size (sim_robot.py: rendering costs tens of milliseconds a view without a GPU), and the policy
+    node's input ages widened for it."""
     import yaml
 
     from .processes import config_path
@@ -130,6 +131,12 @@ def _physical(logs: Path) -> Path:
     sim = params["/**/sim_robot"]["ros__parameters"]
     sim.update(physics="mujoco", camera_hz=PHYSICS_CAMERA_HZ, image_width=PHYSICS_IMAGE_SIZE[0],
                image_height=PHYSICS_IMAGE_SIZE[1])
+    # The simulator steps and renders on one thread, on the same cores as everything else: a render
+    # holds its joint states back by tens of milliseconds (more on a loaded machine), and a 3 Hz
+    # camera's frame is up to 0.33 s old before it is drawn. Wider input ages than demo.yaml's keep
+    # the demo going where the machine is busy; a robot keeps policy.yaml's.
+    node = params["/**/sequence_ai_policy"]["ros__parameters"]
+    node.update(max_image_age_s=1.5, max_joint_state_age_s=1.0)
     path = logs / "demo-physics.yaml"
     path.write_text(yaml.safe_dump(params))
     return path

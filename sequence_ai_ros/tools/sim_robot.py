@@ -23,7 +23,6 @@ import time
 from typing import List, Optional
 
 import numpy as np
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
@@ -89,9 +88,11 @@ class SimRobot(Node):
         self.create_subscription(command_type, self.command_topic, self._on_command, reliable)
         self.joint_pub = self.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
         self.image_pubs = [self.create_publisher(Image, t, qos_profile_sensor_data) for t in self.topics]
-        # rendering a physical arm's views takes long: on a thread of its own, the joints step on
-        self.create_timer(1.0 / joint_hz, self._step, callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_timer(1.0 / camera_hz, self._publish_images, callback_group=MutuallyExclusiveCallbackGroup())
+        # One thread for all (rclpy's multi-threaded executor was seen to stall the joints' timer for
+        # over a second beside the renders): a render delays a few steps, and the physics then
+        # catches up by the time that passed (PHYSICS_MAX_STEP_S at most).
+        self.create_timer(1.0 / joint_hz, self._step)
+        self.create_timer(1.0 / camera_hz, self._publish_images)
         self.get_logger().info(
             f"sim arm: {physics}, {self.interface} commands on {self.command_topic} ({self.command_type}), "
             f"cameras {self.views} at {camera_hz:g} Hz, {self.width}x{self.height}"
@@ -209,8 +210,7 @@ def render(view: str, q: np.ndarray, gripper: float, width: int, height: int) ->
 def main(argv: Optional[list] = None) -> int:
     spun = Spinning(argv if argv is not None else sys.argv, stop_on_signals=True)  # Ctrl-C: a clean exit
     try:
-        robot = SimRobot(context=spun.context)
-        spun.spin([robot], threads=2 if robot.physics is not None else 1)
+        spun.spin([SimRobot(context=spun.context)])
         spun.wait()
     finally:
         spun.close()
