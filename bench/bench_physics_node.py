@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_physics
@@ -32,7 +32,8 @@ NODE = {"startup_timeout_s": 60.0, "max_image_age_s": 2.0, "max_joint_state_age_
 CASES = (("node", {}), ("node append", {"take_over": False}))
 
 
-def case(seconds: float, overrides: Dict[str, object], seed: int, sweep: bool) -> Dict[str, object]:
+def case(seconds: float, overrides: Dict[str, object], seed: int, sweep: bool,
+         physics: str = "mujoco") -> Dict[str, object]:
     from rclpy.action import ActionClient
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
     from sensor_msgs.msg import JointState
@@ -49,7 +50,7 @@ def case(seconds: float, overrides: Dict[str, object], seed: int, sweep: bool) -
     ns = f"/physical_arm_{os.getpid()}_{seed}"
     with common.bench_platform(bench_physics.LATENCY, bench_physics.JITTER, seed=seed,
                                stand_in="sweeping" if sweep else "") as platform:
-        sim = NodeProcess("sim_robot", namespace=ns, parameters={"physics": "mujoco"}, env=platform.env(),
+        sim = NodeProcess("sim_robot", namespace=ns, parameters={"physics": physics}, env=platform.env(),
                           log_path=os.path.join(tmp, "sim_robot.log"))
         node = NodeProcess("policy_node", namespace=ns, params_files=[config_path("policy.yaml")],
                            parameters={**NODE, **overrides}, env=platform.env(),
@@ -111,29 +112,35 @@ def case(seconds: float, overrides: Dict[str, object], seed: int, sweep: bool) -
     return run
 
 
-def measure(seconds: float = 20.0, log: Callable[..., None] = print, quick: bool = False) -> dict:
+def measure(seconds: float = 20.0, log: Callable[..., None] = print, quick: bool = False,
+            physics: str = "mujoco", kinds: Sequence[str] = ("fixed", "sweep")) -> dict:
     """{"fixed": {case: figures}, "sweep": {case: figures}, "seconds"}; one case after another
-    (`quick`: the node's defaults toward the fixed goal only)."""
+    (`quick`: the node's defaults toward the fixed goal only; `physics: kinematic`, the same on the
+    kinematic arm, for comparison)."""
     try:
         import rclpy  # noqa: F401
     except ImportError as exc:
         return {"error": f"ROS not importable ({exc})"}
     out: dict = {"fixed": {}, "sweep": {}, "seconds": seconds}
-    for kind in ("fixed",) if quick else ("fixed", "sweep"):
+    for kind in ("fixed",) if quick else kinds:
         for index, (name, overrides) in enumerate(CASES[:1] if quick else CASES):
             out[kind][name] = result = case(seconds, overrides, 500 + index + (10 if kind == "sweep" else 0),
-                                            kind == "sweep")
-            log(f"  physical arm through the node, {kind:>5} {name:<12} {bench_physics.summary(result)}")
+                                            kind == "sweep", physics)
+            log(f"  {physics} arm through the node, {kind:>5} {name:<12} {bench_physics.summary(result)}")
     return out
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--physics", default="mujoco", choices=("mujoco", "kinematic"),
+                        help="sim_robot's physics (kinematic: the same cases on the kinematic arm, for comparison)")
+    parser.add_argument("--kinds", default="fixed,sweep", help="which goals: fixed, sweep or both")
     args = parser.parse_args(argv)
     from run_all import markdown_table
 
-    print(markdown_table(bench_physics.node_rows(measure(args.seconds))))
+    result = measure(args.seconds, physics=args.physics, kinds=args.kinds.split(","))
+    print(markdown_table(bench_physics.node_rows(result)))
     return 0
 
 
