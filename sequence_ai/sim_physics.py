@@ -25,6 +25,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -85,6 +86,12 @@ def unavailable(render: bool = False) -> Optional[str]:
     return None
 
 
+def _close_if_alive(arm: weakref.ref[PandaPhysics]) -> None:
+    alive = arm()
+    if alive is not None:
+        alive.close()
+
+
 class PandaPhysics:
     """The arm in MuJoCo. `command()` sets the position actuators' targets, `advance()` runs the
     physics, `positions`/`gripper` read the measured joints; `render()` draws a view. Thread-safe:
@@ -115,7 +122,9 @@ class PandaPhysics:
             self.data.qpos[adr] = FINGER_OPEN_M * (1.0 - gripper)
         self.command(positions, gripper)
         mujoco.mj_forward(self.model, self.data)
-        atexit.register(self.close)  # before the interpreter unloads what the GL context frees with
+        # closed before the interpreter unloads what the GL context frees with; weakly, so an arm
+        # dropped earlier is not kept alive until then
+        atexit.register(_close_if_alive, weakref.ref(self))
 
     @staticmethod
     def _compile(mujoco: Any) -> Any:
