@@ -79,3 +79,32 @@ def test_the_cameras_are_renders_of_the_arm_that_follow_it(platform):
     observation = arm.read_observation()
     assert {frame.view for frame in observation.images} == set(arm.model.camera_views)
     assert observation.proprioception.joint_positions == pytest.approx(arm.positions)
+
+
+@pytest.mark.skipif(bool(NO_RENDER), reason=f"no rendered cameras here: {NO_RENDER}")
+def test_run_at_real_latency_moves_the_measured_joints_toward_the_goal_without_a_step_back(platform):
+    import sequence_ai
+    from sequence_ai.platform.policies import instruction_goal
+
+    instruction = "pick up the red cube"
+    arm = SimulatedArm("cosmos3-edge-policy-droid", base_url=platform.base_url, instruction=instruction,
+                       physics="mujoco")
+    measured = [list(arm.positions)]
+
+    def act(row):
+        arm.apply_action(row)
+        measured.append(list(arm.positions))
+
+    platform.fault("latency", ms=700, jitter=0.2)  # chunks land late, computed from a lagging arm
+    with sequence_ai.connect("cosmos3-edge-policy-droid", api_key=platform.api_key,
+                             base_url=platform.base_url) as policy:
+        out = policy.run(observe=arm.read_observation, act=act, max_actions=45, validate=arm.is_safe,
+                         hold=arm.hold, on_underrun=arm.hold_position, progress=False)
+    assert out.actions == 45 and out.chunks >= 3, out  # seams crossed: chunks joined to a moving arm
+    goal, start = instruction_goal(instruction), measured[0]
+    heading = [(1.0 if g > s else -1.0) if abs(g - s) > 0.1 else 0.0 for g, s in zip(goal, start)]
+    back = [(i, j, round(b[j] - a[j], 4)) for i, (a, b) in enumerate(zip(measured, measured[1:]))
+            for j in range(7) if heading[j] * (b[j] - a[j]) < -0.010]
+    assert back == [], f"the measured joints stepped back against their way to the goal: {back}"
+    far = [j for j in range(7) if heading[j]]
+    assert all(abs(goal[j] - measured[-1][j]) < abs(goal[j] - start[j]) - 0.05 for j in far), (start, measured[-1], goal)
