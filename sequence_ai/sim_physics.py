@@ -29,6 +29,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ._extras import install_hint
+
 __all__ = ["JOINT_OFFSETS", "PandaPhysics", "unavailable"]
 
 # Franka Research 3 limits, as sequence_ai/sim.py and sequence_ai_ros/parameters.py state them.
@@ -75,9 +77,9 @@ def _assets() -> Optional[Path]:
 def unavailable(render: bool = False) -> Optional[str]:
     """Why the physical arm cannot run here (`render`: nor render its cameras), or None."""
     if importlib.util.find_spec("mujoco") is None:
-        return "mujoco is not installed (the [physics] extra: pip install 'sequence-ai[physics]')"
+        return f"mujoco is not installed: {install_hint('physics')}"
     if _assets() is None:
-        return "gymnasium-robotics (the Panda model) is not installed (the [physics] extra)"
+        return f"gymnasium-robotics (the Panda model) is not installed: {install_hint('physics')}"
     if render and os.environ.get("MUJOCO_GL", "osmesa") == "osmesa":
         import ctypes.util
 

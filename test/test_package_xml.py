@@ -37,10 +37,12 @@ ROSDEP_KEYS = {
     "numpy": "python3-numpy", "PIL": "python3-pil", "cv2": "python3-opencv",
 }
 # import name -> the extra whose pip command installs it (no rosdep key: rosdistro's rosdep/python.yaml)
-PIP_ONLY = {"mcap": "record", "mcap_ros2": "record", "lz4": "record", "zstandard": "record"}
+PIP_ONLY = {"mcap": "record", "mcap_ros2": "record", "lz4": "record", "zstandard": "record",
+            "mujoco": "physics"}  # sim_robot's `physics: mujoco` (a simulated arm, never a real one's node)
 NOT_ON_A_ROBOT = {
     "matplotlib": "the timeline picture (recording/timeline.py): `sequence-ai replay --plot` and the demo",
     "sequence_ai.platform": "the local platform the demo starts (tools/demo.py), the [serve] extra",
+    "yaml": "the demo's parameter file for the physical arm (tools/demo.py --physics)",
 }
 # pip's name of each package an extra the node uses installs -> its import name
 IMPORT_NAMES = {"pillow": "PIL", "numpy": "numpy", "mcap": "mcap", "mcap-ros2-support": "mcap_ros2"}
@@ -126,7 +128,8 @@ def test_what_rosdep_cannot_install_is_named_in_package_xml_too():
 
 def test_the_pip_only_packages_are_the_record_extra_and_what_it_pulls_in():
     pulled = {re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0] for r in importlib.metadata.requires("mcap") or ()}
-    assert {name for name in PIP_ONLY if name not in ("mcap", "mcap_ros2")} == pulled
+    assert {name for name, extra in PIP_ONLY.items() if extra == "record" and name not in ("mcap", "mcap_ros2")} == pulled
+    assert {name for name, extra in PIP_ONLY.items() if extra != "record"} == {"mujoco"}  # sim_robot's physics
 
 
 def test_package_xml_is_a_manifest_colcon_and_rosdep_read():
