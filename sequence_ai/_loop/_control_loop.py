@@ -2,10 +2,12 @@
 
     while actions < max_actions:
         refill if the buffer is empty      (blocking; warm-wait before the first action; underruns)
-        take in the chunks that arrived    (taking over, or after the rows buffered: _arrival.py)
+        take in the chunks that arrived    (joined to the motion by the run's refill rule)
         stop on interrupt / max_seconds / until()
-        pop → validate → act → top up (start the requests _prefetch.py, or taking over _budget.py,
-                                      says are due) → pace
+        pop → validate → act → top up (start the requests the refill rule says are due) → pace
+
+The refill rule (_refill_rule.py: taking over, or appending) is chosen once, when the run starts;
+the loop hands it values and never asks which it is.
 
 observe, validate and act run on the calling thread; only HTTP runs on background threads.
 Every early ending holds exactly once (never on completion); an exception is re-raised after
@@ -22,13 +24,11 @@ from .._act._chunk import Prediction
 from .._errors import Unavailable
 from .._waiting import Interrupted
 from .._warming import WarmWait
-from ._arrival import Arrivals
-from ._budget import RequestCadence
 from ._instruction import InstructionLatch
 from ._observers import Observers, RunObserver
 from ._outcome import RunOutcome, RunProgress, RunTally
-from ._prefetch import PrefetchRule
 from ._refill import InFlight, Refills
+from ._refill_rule import refill_rule
 from ._settings import RunSettings
 from ._stitch import Action
 
@@ -67,9 +67,7 @@ class ControlLoop:
         self.final: Optional[RunOutcome] = None
         self.stalled_at: Optional[float] = None  # the stall in progress began then
         self._resets_at_start = refills.episode_resets
-        self.prefetch = PrefetchRule(settings)
-        self.cadence = RequestCadence(settings.request_budget)
-        self.arrivals = Arrivals(settings, refills, self.cadence, layout)
+        self.rule = refill_rule(settings, refills, layout, self.deadline)
 
     # -- small helpers ---------------------------------------------------------------------
 
@@ -103,26 +101,14 @@ class ControlLoop:
                                episode_id=self.s.episode_id, options=self.s.options, actions_done=self.actions,
                                swap_since=swap_since)
         flight.held_s = self.tally.underrun_s
-        self.cadence.started(flight.fetch.started_at)
+        self.rule.started(flight.fetch.started_at)
         self.tally.instruction = flight.instruction
         self.watch.sent(flight)
         return flight
 
-    def top_up(self, hz: Optional[float] = None) -> None:
-        """Start the requests the prefetch rule (taking over: the cadence) says are due now."""
-        hz = self.hz() if hz is None else hz
-        if self.s.take_over:  # every tick: the estimate and the lead in one look
-            lead, estimate = self.r.latency.lead_and_estimate(hz)
-            if self.cadence.due(time.monotonic(), actions_left=self.s.max_actions - self.actions, deadline=self.deadline,
-                                in_flight=len(self.r.queued), buffered=len(self.r.buffer), hz=hz, lead_s=lead,
-                                latency_s=estimate):
-                self.r.queue(self.submit())
-            return
-        lead = self.r.latency.lead_s(hz)
-        due = self.prefetch.start_now(actions=self.actions, buffered=len(self.r.buffer),
-                                      in_flight=len(self.r.queued), per_chunk=self.r.steps_per_chunk,
-                                      lead_rows=None if lead is None else lead * hz)
-        for _ in range(due):
+    def top_up(self) -> None:
+        """Start the requests the refill rule says are due now (the run's ticks do this inline)."""
+        for _ in range(self.rule.to_start(self.actions, self.hz())):
             self.r.queue(self.submit())
 
     def result_of(self, flight: InFlight) -> Prediction:
@@ -228,28 +214,27 @@ class ControlLoop:
     # -- a chunk arrives -------------------------------------------------------------------
 
     def install(self, prediction: Prediction, flight: InFlight, warmup_s: Optional[float] = None) -> None:
-        """What happens when a chunk arrives: joined to the motion (_arrival.py), buffered, learned from."""
+        """What happens when a chunk arrives: joined to the motion (the refill rule), buffered, learned from."""
         chunk, now = prediction.action_chunk, time.monotonic()
         _ = self.r.hz or self.r.learn_rate()  # the rows' moments are at the model's rate from the first chunk
         held = self.tally.underrun_s + (0.0 if self.stalled_at is None else now - self.stalled_at)
-        joined = self.arrivals.rows_for(chunk, flight, actions=self.actions, last=self.last_action, held_s=held,
-                                        hz=self.hz(), now=now, chunks=self.tally.chunks)
+        joined = self.rule.rows_for(chunk, flight, actions=self.actions, last=self.last_action, held_s=held,
+                                    hz=self.hz(), now=now, chunks=self.tally.chunks)
         self.tally.seam(joined.seam)
         self.r.install(joined.rows, chunk=chunk, append=joined.append)
-        self.prefetch.installed()
+        self.rule.installed()
         self.r.record(flight, prediction, warmup_s=warmup_s)
         self.tally.chunks += 1
         self.tally.action_space = chunk.action_space
         self.watch.answered(flight, prediction, joined.rows)
 
     def start_when_carried(self) -> None:
-        """Before the first action: wait until the prefetch rule says the first action can go (the
+        """Before the first action: wait until the refill rule says the first action can go (the
         next chunk can then be counted on before the rows buffered have played), or it arrives."""
         head, hz = self.r.head(), self.hz()
         if head is None or head.fetch.done():
             return
-        lead = self.r.latency.start_lead_s(hz) if self.s.take_over else self.r.latency.lead_s(hz)
-        start = self.prefetch.first_action_at(head.fetch.started_at, lead, len(self.r.buffer), hz)
+        start = self.rule.first_action_at(head.fetch.started_at, len(self.r.buffer), hz)
         if start is not None and start > time.monotonic():
             self.r.wait(head, start if self.deadline is None else min(start, self.deadline))
             self.restart_schedule()
@@ -276,7 +261,7 @@ class ControlLoop:
         self.watch.started(model=self.r.model, episode_id=s.episode_id, control_hz=s.control_hz or self.r.hz,
                            instruction=self._latch.value)
         interrupted, buffer, collect = self.interrupted, self.r.buffer, s.lookahead != 1
-        take_over, due, arrived, queued = s.take_over, self.prefetch.due, self.r.take_arrived, self.r.queued
+        to_start, queue, arrived, queued = self.rule.to_start, self.r.queue, self.r.take_arrived, self.r.queued
         try:
             self.watch.status("starting")
             while self.actions < s.max_actions:
@@ -309,8 +294,8 @@ class ControlLoop:
                     self.watch.status("running")
                 if self.actions < s.max_actions:  # prefetch now, in the slack of the period, so
                     hz = self.hz()  # observe() and encoding never delay the next action past its tick
-                    if take_over or due(self.actions):  # taking over, the cadence is checked every tick
-                        self.top_up(hz)
+                    for _ in range(to_start(self.actions, hz)):  # the rule's one call per tick
+                        queue(self.submit())
                     s.pacer.wait(1.0 / hz, interrupted)
             else:
                 reason = "completed"
