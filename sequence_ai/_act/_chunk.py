@@ -14,7 +14,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
 from .._errors import SequencesError
 
@@ -253,7 +253,3 @@ def check_against_model(chunk: ActionChunk, model: str, declared: Optional[Mappi
         if not math.isclose(chunk.control_frequency_hz, rate, rel_tol=RATE_TOLERANCE):
             raise SequencesError(f"the worker's chunk is for {chunk.control_frequency_hz:g} Hz but {model} runs "
                                  f"at {rate:g} Hz ({where}); refusing to play it")
-
-
-def rows_are_finite(rows: Sequence[Sequence[float]]) -> bool:
-    return all(math.isfinite(v) for row in rows for v in row)

@@ -1,14 +1,14 @@
-"""The request budget (issue #23): how many requests per second a run may spend to play fresher rows.
+"""The request budget: how many requests per second a run may spend to play fresher rows.
 
-Every request costs the user credit. The rule before the budget (`_prefetch.py`) starts a request
-when the motion queued — the rows buffered plus a window for each request in flight — falls to the
-lead (the latency estimate and its margins): one request per window played, the fewest a chunk's
-length allows. With the newest chunk taking over on arrival, the rows buffered are cut at every
-arrival, so that count no longer says when the next chunk is needed; the time does: a request
-starts once 1/B has passed since the last one started, B the budget in requests per second, by
-default one window's worth of motion per request (today's rate). The lead still starts one when
-none is on its way and the rows buffered run low (after a stall, below the window): the arm
-never waits on the budget for a request it needs to keep moving.
+Every request costs the user credit. The appending rule (`_prefetch.py`) starts a request when the
+motion queued — the rows buffered plus a window for each request in flight — falls to the lead
+(the latency estimate and its margins): one request per window played, the fewest a chunk's length
+allows. With the newest chunk taking over on arrival (`_refill_rule.TakingOver`), the rows buffered
+are cut at every arrival, so that count does not say when the next chunk is needed; the time does:
+a request starts once 1/B has passed since the last one started, B the budget in requests per
+second, by default one window's worth of motion per request (the appending rule's rate). The lead
+still starts one when none is on its way and the rows buffered run low (after a stall, below the
+window): the arm never waits on the budget for a request it needs to keep moving.
 
 The physics, with the newest chunk taking over on arrival (`_takeover.py`), H rows per chunk, W the
 window, L the latency and I = 1/B the time between requests: the age of what plays runs from L to
@@ -24,8 +24,8 @@ from typing import Any, Optional
 
 from .._errors import InvalidArgument
 
-__all__ = ["MAX_IN_FLIGHT_BUDGET", "RequestCadence", "budget_for_lateness", "check_budget", "default_budget", "expected_age_s", "expected_lateness_s",
-           "in_flight_for", "request_due"]
+__all__ = ["MAX_IN_FLIGHT_BUDGET", "RequestCadence", "budget_for_lateness", "check_budget", "default_budget",
+           "expected_age_s", "expected_lateness_s", "in_flight_for"]
 
 
 def check_budget(value: Any) -> Optional[float]:
@@ -39,18 +39,8 @@ def check_budget(value: Any) -> Optional[float]:
 
 
 def default_budget(hz: float, window: int) -> float:
-    """Today's rate: one request per window played (1.875/s for pi05-droid's 8 rows at 15 Hz)."""
+    """The appending rule's rate: one request per window played (1.875/s for pi05-droid's 8 rows at 15 Hz)."""
     return hz / max(1, window)
-
-
-def request_due(now: float, *, last_started: Optional[float], in_flight: int, buffered_s: float,
-                lead_s: Optional[float], budget: float) -> bool:
-    """Whether a request starts now: 1/budget has passed since the last one started (or none has),
-    or none is on its way and the rows buffered (seconds) are down to the lead — the arm needs one
-    sooner than the budget would spend it (`lead_s` None: no latency estimate yet)."""
-    if last_started is None or now - last_started >= 1.0 / budget - 1e-9:
-        return True
-    return in_flight == 0 and lead_s is not None and buffered_s <= lead_s
 
 
 def expected_age_s(latency_s: float, interval_s: float) -> float:
@@ -120,19 +110,20 @@ class RequestCadence:
 
     def due(self, now: float, *, actions_left: int, deadline: Optional[float], in_flight: int, buffered: int,
             hz: float, lead_s: Optional[float], latency_s: Optional[float]) -> bool:
-        """Whether a request starts now, with `actions_left` to play before max_actions (and
-        max_seconds' `deadline`), `buffered` rows. No request while the rows buffered end the run (as the
-        appending rule: no more requests than it), none whose answer would land after the run
-        has ended (`latency_s`: the estimate), none past the in-flight cap; else `request_due`'s
-        rule (a budget not known yet: only the lead's)."""
+        """Whether a request starts now (called every tick), with `actions_left` to play before
+        max_actions (and max_seconds' `deadline`), `buffered` rows. No request while the rows
+        buffered end the run (as the appending rule: no more requests than it), none whose answer
+        would land after the run has ended (`latency_s`: the estimate), none past the in-flight cap.
+        Else the first request, or one once 1/budget has passed since the last started; or one
+        when none is on its way and the rows buffered are down to the lead (`lead_s`; None: no
+        estimate yet): the arm needs it sooner than the budget would spend it. A budget not known
+        yet: only the lead's."""
         left_s = actions_left / hz if deadline is None else min(actions_left / hz, deadline - now)
         if buffered >= actions_left or (latency_s is not None and left_s <= latency_s):
             return False
         buffered_s = buffered / hz
         if in_flight and in_flight >= self.in_flight_cap(latency_s):  # the cap is never below 1
             return False
-        # `request_due`'s rule, written out (this runs every tick): the first request, or 1/budget
-        # since the last started; else the lead's. A budget not known yet: only the lead's.
         last, budget = self.last_started, self.budget
         if last is None or (budget is not None and now - last >= 1.0 / (budget or 1.0) - 1e-9):
             return True

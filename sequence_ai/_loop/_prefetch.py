@@ -40,16 +40,6 @@ class PrefetchRule:
         if self.s.prefetch:
             self._from = 0
 
-    def first_action_at(self, started_at: float, lead_s: Optional[float], buffered: int, hz: float) -> Optional[float]:
-        """Pipelined, before the first action: when the next chunk can be counted on (its request's
-        start, `started_at`, plus the lead, the margin every request is timed with) only after the
-        `buffered` rows would have played, the first action waits — at most until this time, the
-        chunk's arrival ending the wait — so the arm starts a moment later instead of stopping
-        after its first chunk (above the window, where this happens). None: no wait."""
-        if not self.s.pipelined or lead_s is None:
-            return None
-        return started_at + lead_s - buffered / hz
-
     def start_now(self, *, actions: int, buffered: int, in_flight: int, per_chunk: int,
                   lead_rows: Optional[float]) -> int:
         """How many requests to start now, with `actions` executed, `buffered` rows in the buffer,

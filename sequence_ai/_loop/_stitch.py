@@ -227,8 +227,7 @@ def _continue(positions: List[Row], before: Row, picked: range, late: int, previ
     position for the moment it plays, and never past where the chunk is heading.
 
     Joint by joint (no joint's path depends on another's): down each joint's column of rows, with
-    what stays the same for the joint (its fastest step, its direction, its stop) looked up once;
-    the same arithmetic, in the same order, as row after row (`_Heading.bound`'s rule inlined)."""
+    what stays the same for the joint (its fastest step, its direction, its stop) looked up once."""
     n, total = len(picked), len(positions)
     ahead = _Heading(positions)
     fastest = _fastest_steps(positions, positions[picked[0]], previous)
@@ -249,6 +248,8 @@ def _continue(positions: List[Row], before: Row, picked: range, late: int, previ
             x = x if x < f else f
             x = c + (x if x > -f else -f)
             if d:
+                # the pull may slow a joint to a stop, never turn it back (returning is for a
+                # chunk that saw it there)
                 if (x - c) * d < 0:  # never against the chunk's direction of travel ...
                     x = c
                 if stop is not None and (x - stop) * d > 0:  # ... nor past where it stops
@@ -292,17 +293,4 @@ class _Heading:
         out = []
         for p, v, r in zip(self.last, self.step, self.ratio):
             out.append(p + v * m if r >= _STEADY else p + v * r * (1.0 - r ** m) / (1.0 - r))
-        return out
-
-    def bound(self, moved: Row, current: Row) -> Row:
-        """`moved`, except that no joint goes against the chunk's direction of travel (the pull
-        may slow it to a stop, never turn it back: returning is for a chunk that saw it there),
-        nor past where the chunk stops."""
-        out = []
-        for x, c, d, stop in zip(moved, current, self.direction, self.stop):
-            if d and (x - c) * d < 0:
-                x = c
-            if d and stop is not None and (x - stop) * d > 0:
-                x = c if (c - stop) * d > 0 else stop
-            out.append(x)
         return out

@@ -36,9 +36,3 @@ def test_lookahead_one_waits_for_the_lead_and_skips_the_ticks_before_it():
     assert not single.due(6)  # one request in flight: not until it is installed
     single.installed()
     assert single.due(6)
-
-
-def test_the_wait_before_the_first_action_is_the_lead_minus_what_is_buffered():
-    assert rule().first_action_at(100.0, lead_s=0.9, buffered=6, hz=15.0) == 100.0 + 0.9 - 6 / 15.0
-    assert rule(lookahead=2).first_action_at(100.0, lead_s=0.9, buffered=6, hz=15.0) is None
-    assert rule().first_action_at(100.0, lead_s=None, buffered=6, hz=15.0) is None

@@ -7,13 +7,13 @@ import pytest
 
 from sequence_ai._errors import InvalidArgument
 from sequence_ai._loop._budget import (
+    RequestCadence,
     budget_for_lateness,
     check_budget,
     default_budget,
     expected_age_s,
     expected_lateness_s,
     in_flight_for,
-    request_due,
 )
 from sequence_ai._loop._stitch import Action, RowKind, Stitcher
 from sequence_ai._loop._takeover import Arrival, lateness_s, moment_of, rows_to_keep, take_over
@@ -145,29 +145,40 @@ def test_the_rows_to_keep_reach_the_moment_the_next_chunk_can_be_counted_on():
 # -- the request budget ---------------------------------------------------------------------
 
 
+def due(budget, now, *, last_started=None, in_flight=0, buffered=8, lead_s=0.94, latency_s=0.7):
+    """RequestCadence.due as a run far from its end sees it, the last request started at `last_started`."""
+    cadence = RequestCadence(budget)
+    if last_started is not None:
+        cadence.started(last_started)
+    return cadence.due(now, actions_left=10_000, deadline=None, in_flight=in_flight, buffered=buffered, hz=HZ,
+                       lead_s=lead_s, latency_s=latency_s)
+
+
 def test_the_default_budget_is_one_request_per_window_played():
     assert default_budget(HZ, WINDOW) == pytest.approx(1.875)
-    rate = default_budget(HZ, WINDOW)
-    starts, last = [], None
+    cadence = RequestCadence(default_budget(HZ, WINDOW))
+    starts = []
     for tick in range(150):  # 10 s of ticks, a request always on its way above the window
         now = tick / HZ
-        if request_due(now, last_started=last, in_flight=1, buffered_s=0.5, lead_s=0.94, budget=rate):
+        if cadence.due(now, actions_left=10_000, deadline=None, in_flight=1, buffered=8, hz=HZ, lead_s=0.94,
+                       latency_s=0.7):
+            cadence.started(now)
             starts.append(now)
-            last = now
     assert len(starts) == pytest.approx(10 * 1.875, abs=1)
 
 
 def test_a_larger_budget_starts_requests_sooner_whatever_is_buffered():
-    assert not request_due(10.3, last_started=10.0, in_flight=2, buffered_s=1.0, lead_s=0.9, budget=1.875)
-    assert request_due(10.3, last_started=10.0, in_flight=2, buffered_s=1.0, lead_s=0.9, budget=4.0)
-    assert request_due(10.0, last_started=None, in_flight=0, buffered_s=1.0, lead_s=None, budget=1.875)
+    assert not due(1.875, 10.3, last_started=10.0, in_flight=2, buffered=15, lead_s=0.9)
+    assert due(4.0, 10.3, last_started=10.0, in_flight=2, buffered=15, lead_s=0.9)
+    assert due(1.875, 10.0, buffered=15, lead_s=None, latency_s=None)  # the first request
 
 
 def test_the_arm_never_waits_on_the_budget_for_a_request_it_needs():
-    # nothing on its way and the rows buffered down to the lead: a request now, budget or not
-    assert request_due(10.1, last_started=10.0, in_flight=0, buffered_s=0.5, lead_s=0.94, budget=0.1)
-    assert not request_due(10.1, last_started=10.0, in_flight=1, buffered_s=0.5, lead_s=0.94, budget=0.1)
-    assert not request_due(10.1, last_started=10.0, in_flight=0, buffered_s=0.5, lead_s=None, budget=0.1)
+    # nothing on its way and the rows buffered (7: 0.47 s) down to the lead: a request now, budget or not
+    assert due(0.1, 10.1, last_started=10.0, in_flight=0, buffered=7, lead_s=0.94)
+    assert not due(0.1, 10.1, last_started=10.0, in_flight=0, buffered=15, lead_s=0.94)  # 1 s buffered: not yet
+    assert not due(0.1, 10.1, last_started=10.0, in_flight=1, buffered=7, lead_s=0.94)  # one is on its way
+    assert not due(0.1, 10.1, last_started=10.0, in_flight=0, buffered=7, lead_s=None)  # no estimate yet
 
 
 def test_the_budget_physics_of_the_issue():
