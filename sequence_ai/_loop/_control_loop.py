@@ -29,16 +29,13 @@ from ._observers import Observers, RunObserver
 from ._outcome import RunOutcome, RunProgress, RunTally
 from ._refill import InFlight, Refills
 from ._refill_rule import refill_rule
+from ._requests import OutOfTime, RunRequests
 from ._settings import RunSettings
 from ._stitch import Action
 
 __all__ = ["ControlLoop"]
 
 DEFAULT_HZ = 10.0
-
-
-class _Timeout(Exception):
-    """max_seconds ran out (reason `timeout`)."""
 
 
 class ControlLoop:
@@ -65,9 +62,10 @@ class ControlLoop:
         self.running = False
         self.ended: Optional[float] = None
         self.final: Optional[RunOutcome] = None
-        self.stalled_at: Optional[float] = None  # the stall in progress began then
         self._resets_at_start = refills.episode_resets
         self.rule = refill_rule(settings, refills, layout, self.deadline)
+        self.requests = RunRequests(refills, settings, latch=latch, tally=self.tally, watch=self.watch, rule=self.rule,
+                                    deadline=self.deadline)
 
     # -- small helpers ---------------------------------------------------------------------
 
@@ -81,50 +79,11 @@ class ControlLoop:
         if self.interrupted():
             raise Interrupted()
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise _Timeout()
+            raise OutOfTime()
 
     def progress(self) -> RunProgress:
         return self.tally.progress(running=self.running, actions=self.actions, buffered=len(self.r.buffer),
                                    elapsed_s=self.elapsed(), warm=self.warm, refill_latency_s=self.r.latency.estimate_s)
-
-    # -- requests --------------------------------------------------------------------------
-
-    def submit(self, timeout_s: Optional[float] = None) -> InFlight:
-        """Observe and send one request, carrying the instruction in force."""
-        started = time.monotonic()
-        observation = self.s.observe()
-        self.tally.observe_s += time.monotonic() - started
-        instruction, swap_since = self._latch.consume()
-        if swap_since is not None:
-            self.tally.swaps += 1
-        flight = self.r.submit(observation, instruction=instruction, timeout_s=timeout_s,
-                               episode_id=self.s.episode_id, options=self.s.options, actions_done=self.actions,
-                               swap_since=swap_since)
-        flight.held_s = self.tally.underrun_s
-        self.rule.started(flight.fetch.started_at)
-        self.tally.instruction = flight.instruction
-        self.watch.sent(flight)
-        return flight
-
-    def top_up(self) -> None:
-        """Start the requests the refill rule says are due now (the run's ticks do this inline)."""
-        for _ in range(self.rule.to_start(self.actions, self.hz())):
-            self.r.queue(self.submit())
-
-    def result_of(self, flight: InFlight) -> Prediction:
-        """The answer of a finished `flight`; a failed one is announced before it is raised."""
-        try:
-            return flight.fetch.result()
-        except Exception as exc:
-            self.watch.failed(flight, exc)
-            raise
-
-    def wait_for(self, flight: InFlight) -> float:
-        """Block until `flight` is answered; interrupt and max_seconds end the wait at once."""
-        started = time.monotonic()
-        if not self.r.wait(flight, self.deadline):
-            raise _Timeout()
-        return time.monotonic() - started
 
     # -- refills ---------------------------------------------------------------------------
 
@@ -137,10 +96,10 @@ class ControlLoop:
         waited = 0.0
         if not flight.fetch.done():
             self.stall_begins()
-            waited = self.wait_for(flight)
+            waited = self.requests.wait_for(flight)
         self.r.take_head()
         try:
-            prediction = self.result_of(flight)
+            prediction = self.requests.result_of(flight)
         except Unavailable as exc:
             if not (exc.warming and self.actions == 0):
                 raise
@@ -158,7 +117,7 @@ class ControlLoop:
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise _Timeout()
+                raise OutOfTime()
             cut_by_max_seconds = left < budget
             budget = min(budget, left)
         if self.actions == 0 and budget > 0:
@@ -167,7 +126,7 @@ class ControlLoop:
                 (prediction, flight), waited = self.warm.run(self.attempt)
             except Unavailable as exc:
                 if exc.warming and cut_by_max_seconds:
-                    raise _Timeout() from None
+                    raise OutOfTime() from None
                 raise
             self.install(prediction, flight, warmup_s=waited if waited >= 0.25 else None)
             return
@@ -178,9 +137,14 @@ class ControlLoop:
 
     def attempt(self, timeout_s: Optional[float]) -> Tuple[Prediction, InFlight]:
         self.check_stop()
-        with self.r.awaiting(self.submit(timeout_s)) as flight:
-            self.wait_for(flight)
-        return self.result_of(flight), flight
+        with self.r.awaiting(self.requests.submit(self.actions, timeout_s)) as flight:
+            self.requests.wait_for(flight)
+        return self.requests.result_of(flight), flight
+
+    def top_up(self) -> None:
+        """Start the requests the refill rule says are due now (the run's ticks do this inline)."""
+        for _ in range(self.rule.to_start(self.actions, self.hz())):
+            self.r.queue(self.requests.submit(self.actions))
 
     def restart_schedule(self) -> None:
         """The next action comes one full period after the one about to play: at the start of a
@@ -194,11 +158,10 @@ class ControlLoop:
         """The buffer is dry at a tick and the next chunk is not here: hold, never coast."""
         self.watch.status("waiting")
         if self.actions > 0:
-            self.stalled_at = time.monotonic()
+            self.tally.stall_began(time.monotonic())
             self.watch.stalled()
 
     def count_underrun(self, wait_s: float) -> None:
-        self.stalled_at = None
         self.restart_schedule()
         self.tally.underrun(wait_s)
         self.watch.resumed(wait_s)
@@ -208,7 +171,7 @@ class ControlLoop:
         """Pipelined or lookahead > 1: install `flight`, which has arrived, and every chunk arrived after
         it, in order. A failed request stays at the head: its error is raised when its rows are due."""
         while flight is not None:
-            self.install(self.result_of(flight), flight)
+            self.install(self.requests.result_of(flight), flight)
             flight = self.r.take_arrived()
 
     # -- a chunk arrives -------------------------------------------------------------------
@@ -217,9 +180,8 @@ class ControlLoop:
         """What happens when a chunk arrives: joined to the motion (the refill rule), buffered, learned from."""
         chunk, now = prediction.action_chunk, time.monotonic()
         _ = self.r.hz or self.r.learn_rate()  # the rows' moments are at the model's rate from the first chunk
-        held = self.tally.underrun_s + (0.0 if self.stalled_at is None else now - self.stalled_at)
-        joined = self.rule.rows_for(chunk, flight, actions=self.actions, last=self.last_action, held_s=held,
-                                    hz=self.hz(), now=now, chunks=self.tally.chunks)
+        joined = self.rule.rows_for(chunk, flight, actions=self.actions, last=self.last_action,
+                                    held_s=self.tally.held_s(now), hz=self.hz(), now=now, chunks=self.tally.chunks)
         self.tally.seam(joined.seam)
         self.r.install(joined.rows, chunk=chunk, append=joined.append)
         self.rule.installed()
@@ -261,7 +223,8 @@ class ControlLoop:
         self.watch.started(model=self.r.model, episode_id=s.episode_id, control_hz=s.control_hz or self.r.hz,
                            instruction=self._latch.value)
         interrupted, buffer, collect = self.interrupted, self.r.buffer, s.lookahead != 1
-        to_start, queue, arrived, queued = self.rule.to_start, self.r.queue, self.r.take_arrived, self.r.queued
+        to_start, submit, queue = self.rule.to_start, self.requests.submit, self.r.queue
+        arrived, queued = self.r.take_arrived, self.r.queued
         try:
             self.watch.status("starting")
             while self.actions < s.max_actions:
@@ -295,13 +258,13 @@ class ControlLoop:
                 if self.actions < s.max_actions:  # prefetch now, in the slack of the period, so
                     hz = self.hz()  # observe() and encoding never delay the next action past its tick
                     for _ in range(to_start(self.actions, hz)):  # the rule's one call per tick
-                        queue(self.submit())
+                        queue(submit(self.actions))
                     s.pacer.wait(1.0 / hz, interrupted)
             else:
                 reason = "completed"
         except Interrupted:
             reason = "interrupted"
-        except _Timeout:
+        except OutOfTime:
             reason = "timeout"
         except BaseException as exc:
             reason = f"raised:{type(exc).__name__}"

@@ -32,7 +32,7 @@ class RunOutcome:
     # run(record=...): the write error that stopped the recording (a full disk), "" when none
     recording_error: str = ""
     # how old the observation behind each action was when it played, and how long after the moment
-    # its row was computed for it played (issue #23), seconds; None when no action said
+    # its row was computed for it played, seconds; None when no action said
     age_p50_s: Optional[float] = None
     age_max_s: Optional[float] = None
     lateness_p50_s: Optional[float] = None
@@ -123,6 +123,7 @@ class RunTally:
     def __init__(self) -> None:
         self.chunks = self.underruns = self.swaps = 0
         self.underrun_s = self.observe_s = 0.0
+        self.stalled_at: Optional[float] = None  # the stall in progress began then (monotonic)
         self.max_lag: Optional[float] = None
         self.max_jump: Optional[float] = None
         self.action_space: Optional[str] = None  # of the last installed chunk
@@ -146,9 +147,18 @@ class RunTally:
         return {"age_p50_s": self.age.median(), "age_max_s": self.age.largest,
                 "lateness_p50_s": self.lateness.median(), "lateness_max_s": self.lateness.largest}
 
+    def stall_began(self, at: float) -> None:
+        self.stalled_at = at
+
     def underrun(self, wait_s: float) -> None:
+        """The stall in progress ended after `wait_s`."""
+        self.stalled_at = None
         self.underruns += 1
         self.underrun_s += wait_s
+
+    def held_s(self, now: float) -> float:
+        """The run's time held for late chunks until `now`, the stall in progress included."""
+        return self.underrun_s + (0.0 if self.stalled_at is None else now - self.stalled_at)
 
     def seam(self, jump: Optional[float]) -> None:
         if jump is not None:
