@@ -12,7 +12,7 @@ a jittery link asks for more lead than a steady one of the same mean. See docs/C
 `predict()` is no sample (WIRE.md §7.7), but what it took is the best guess there is before a run
 has one: `seed()` keeps it as the estimate until the first sample, which replaces it. Without it a
 run that starts on the rows a warm-up predict() left has nothing to time its first request by, and
-stops twice at its start above the window (issue #23).
+stops twice at its start above the window.
 
 The newest chunk taking over on arrival (`_takeover.py`) needs a bound, not an average: how late
 the next chunk may still be, so the rows taken from the one arriving last until it lands.

@@ -186,7 +186,7 @@ class Refills:
             if learn:
                 self.latency.record(service)
             else:
-                self.latency.seed(service)  # the best guess a run that follows has (issue #23)
+                self.latency.seed(service)  # the best guess a run that follows has
         if warmup_s is not None:
             prediction.perf["warmup_ms"] = round(warmup_s * 1000.0, 2)
         total = None if flight.fetch.finished_at is None else flight.fetch.finished_at - flight.fetch.started_at

@@ -1,10 +1,10 @@
-"""The newest chunk takes over on arrival (issue #23): which rows play from now on.
+"""The newest chunk takes over on arrival: which rows play from now on.
 
 Row i of a chunk observed at t is for the moment t + i/hz: its *moment*. Played at T, it is
 T − moment *late*; the observation behind it is T − t *old*. Appended behind the rows still
-buffered (the rule before), an arriving chunk starts to play only after them, 14 periods or more
-after its observation at 0.7 s, and rows 7–14 of its 15 play 0.47 s late or more (p50 0.67 s in
-make bench). Taking over instead:
+buffered (`_refill_rule.Appending`), an arriving chunk starts to play only after them, 14 periods
+or more after its observation at 0.7 s, and rows 7–14 of its 15 play 0.47 s late or more (p50
+0.67 s in make bench). Taking over instead:
 
 * the arriving chunk replaces every buffered row of an older chunk (rows left by predict(), which
   say nothing of where they came from, count as older); a chunk older than a buffered row's
