@@ -7,7 +7,7 @@ The control loop's timing with the client's own rules as run() uses them: the la
 none is on its way and the rows run low, the in-flight cap, none whose answer would land after the
 run), the take-over (`take_over`, `rows_to_keep` until the next chunk can be counted on: the next
 request's start + `RefillLatency.latest_s()`, from the row for the moment being played less the
-time held since the chunk's observation, as `_loop/_arrival.py` does), and for the appending rule
+time held since the chunk's observation, as `_loop/_refill_rule.py`'s `TakingOver` does), and for the appending rule
 the stitcher (`Stitcher`) with the lead. 15 Hz, 15-row chunks, an 8-row window; each request's
 latency drawn uniformly within ±20 % (seeded), its observation taken when it starts, its answer
 taken in at the first tick after it lands, in the order asked.
@@ -74,7 +74,7 @@ def simulate(latency_s: float, rule: str, budget: Optional[float], seconds: floa
                 for action in join.rows:
                     action.observed_at = started
                 buffer.extend(join.rows)
-            else:  # Arrivals._take_over
+            else:  # TakingOver.join
                 cadence.learn(HZ, WINDOW)
                 moment = started if actions == 0 else now - max(0.0, (held - held_at_submit) / HZ)
                 latest = estimate.latest_s()
@@ -96,9 +96,9 @@ def simulate(latency_s: float, rule: str, budget: Optional[float], seconds: floa
         if rule == "append":
             queued = (len(buffer) + WINDOW * len(flights)) / HZ
             due_now = ((not buffer and not flights) or (lead is not None and queued <= lead)) and len(flights) < 8
-        else:  # ControlLoop.top_up
-            due_now = cadence.due(now, in_flight=len(flights), buffered_s=len(buffer) / HZ, lead_s=lead,
-                                  latency_s=estimate.estimate_s, left_s=(ticks - tick) / HZ)
+        else:  # TakingOver.to_start
+            due_now = cadence.due(now, actions_left=ticks - tick, deadline=None, in_flight=len(flights),
+                                  buffered=len(buffer), hz=HZ, lead_s=lead, latency_s=estimate.estimate_s)
         if due_now:
             lands = now + latency_s * (1 + draw.uniform(-JITTER, JITTER))
             flights.append((now, lands, actions, held))
