@@ -257,8 +257,9 @@ class ControlLoop:
                     self.watch.status("running")
                 if self.actions < s.max_actions:  # prefetch now, in the slack of the period, so
                     hz = self.hz()  # observe() and encoding never delay the next action past its tick
-                    for _ in range(to_start(self.actions, hz)):  # the rule's one call per tick
-                        queue(submit(self.actions))
+                    if due := to_start(self.actions, hz):  # the rule's one call per tick
+                        for _ in range(due):
+                            queue(submit(self.actions))
                     s.pacer.wait(1.0 / hz, interrupted)
             else:
                 reason = "completed"
