@@ -113,10 +113,21 @@ class _Goals:
         return goal if answered and goal.handle.accepted else None
 
 
-def _press_to_hold(goals: _Goals, arm: Any, pendant: _Publisher, presses: int,
+def _cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user + system, all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def _press_to_hold(goals: _Goals, arm: Any, pendant: _Publisher, presses: int, node_pid: int,
                    log: Callable[..., None]) -> Dict[str, Any]:
     late: List[float] = []
     errors: List[str] = []
+    cpu0, wall0 = _cpu_s(node_pid), time.monotonic()
     for _ in range(presses):
         arm.published.clear()
         sent = None
@@ -141,9 +152,10 @@ def _press_to_hold(goals: _Goals, arm: Any, pendant: _Publisher, presses: int,
         else:
             errors.append("the hold never arrived")
         pendant.say("false")
+    cpu_share = (_cpu_s(node_pid) - cpu0) / (time.monotonic() - wall0)
     if late:
-        log(f"  press → hold ms: {', '.join(f'{x * 1000:.1f}' for x in late)}")
-    return {"press_to_hold_s": late, "errors": errors}
+        log(f"  press → hold ms: {', '.join(f'{x * 1000:.1f}' for x in late)}; the node's CPU {cpu_share:.0%} of a core")
+    return {"press_to_hold_s": late, "errors": errors, "node_cpu_share": cpu_share}
 
 
 def measure(presses: int = 20, flood_hz: float = 1000.0, log: Callable[..., None] = print) -> Dict[str, Any]:
@@ -183,7 +195,7 @@ def measure(presses: int = 20, flood_hz: float = 1000.0, log: Callable[..., None
             if not goals.act.wait_for_server(timeout_sec=60.0) or not common.wait_until(
                     lambda: _publisher_states(estop_status.get(name)) == ["released"], 60.0):
                 return {"skipped": "the node never became ready: " + node_process.output()[-500:]}
-            result["quiet"] = _press_to_hold(goals, arm, pendant, presses, log)
+            result["quiet"] = _press_to_hold(goals, arm, pendant, presses, node_process.process.pid, log)
             publishers.append(_Publisher(topic, f"flood:{flood_hz:g}", env))
             heard = lambda: len(_publisher_states(estop_status.get(name))) == 2 and "silent" not in \
                 _publisher_states(estop_status.get(name))  # noqa: E731
@@ -191,7 +203,7 @@ def measure(presses: int = 20, flood_hz: float = 1000.0, log: Callable[..., None
                 return {**result, "skipped": "the node never heard the flood"}
             # Its rate is shown once a second of it is counted (a node without flood reporting: 5 s).
             common.wait_until(lambda: any("flooding" in s for s in _publisher_states(estop_status.get(name))), 5.0)
-            result["flood"] = _press_to_hold(goals, arm, pendant, presses, log)
+            result["flood"] = _press_to_hold(goals, arm, pendant, presses, node_process.process.pid, log)
             result["flood_rate"] = next((s for s in _publisher_states(estop_status.get(name)) if "flooding" in s), "")
         finally:
             for publisher in publishers:

@@ -193,6 +193,8 @@ def estop_rows(result: Dict) -> List[Row]:
             shift = p99["flood"] - p99["quiet"]
             rate = f" (the node's diagnostics: {result['flood_rate']})" if result.get("flood_rate") else ""
             text += f"; p99 {'+' if shift >= 0 else '−'}{ms(abs(shift))} beside the flood{rate}"
+            cpu = [result.get(c, {}).get("node_cpu_share", float("nan")) for c in ("quiet", "flood")]
+            text += f"; the node's CPU {cpu[0]:.0%} → {cpu[1]:.0%} of a core"
             rows.append(Row(name, text, goal=f"p99 moved < 1 period ({ms(PERIOD_S)}), < 2 periods",
                             verdict=verdict(bool(late) and not errors and shift < PERIOD_S and p99["flood"] < 2 * PERIOD_S)))
         else:

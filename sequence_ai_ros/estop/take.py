@@ -21,6 +21,7 @@ publishers apart and says so: every message then counts as a press from one unkn
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
@@ -117,7 +118,8 @@ class EStopInput(Waitable):
         with node.handle:
             self._handle = _rclpy.Subscription(node.handle, Bool, topic, qos.get_c_qos_profile())
         self._rcl = _Rcl()
-        self._buffer = self._rcl.new_buffer()
+        self._taking = threading.Lock()  # the buffer is freed by destroy() only between takes
+        self._buffer: Optional[_Bytes] = self._rcl.new_buffer()
         self._info = _MessageInfo()
         self._rmw = get_rmw_implementation_identifier().encode()
         self._callback = callback
@@ -134,7 +136,10 @@ class EStopInput(Waitable):
             if waitable is not self:
                 waitable.destroy()
         self._handle.destroy_when_not_in_use()
-        self._rcl.fini(ctypes.byref(self._buffer))
+        with self._taking:
+            if self._buffer is not None:
+                self._rcl.fini(ctypes.byref(self._buffer))
+                self._buffer = None
 
     # -- the Waitable API ------------------------------------------------------------------------
     def __enter__(self) -> None:
@@ -155,23 +160,27 @@ class EStopInput(Waitable):
     def take_data(self) -> List[Sample]:
         """Every sample queued now (at most MAX_TAKE), oldest first."""
         samples: List[Sample] = []
-        with self._handle:
-            while len(samples) < MAX_TAKE:
-                sample = self._take_one()
-                if sample is None:
-                    break
-                samples.append(sample)
-        if self._buffer.buffer_capacity > _KEEP_CAPACITY:
-            self._rcl.fini(ctypes.byref(self._buffer))
-            self._buffer = self._rcl.new_buffer()
+        with self._taking:
+            buffer = self._buffer
+            if buffer is None:
+                return samples  # destroyed
+            with self._handle:
+                while len(samples) < MAX_TAKE:
+                    sample = self._take_one(buffer)
+                    if sample is None:
+                        break
+                    samples.append(sample)
+            if buffer.buffer_capacity > _KEEP_CAPACITY:
+                self._rcl.fini(ctypes.byref(buffer))
+                self._buffer = self._rcl.new_buffer()
         return samples
 
     async def execute(self, taken: List[Sample]) -> None:
         if taken:
             self._callback(taken)
 
-    def _take_one(self) -> Optional[Sample]:
-        buffer, info = self._buffer, self._info
+    def _take_one(self, buffer: _Bytes) -> Optional[Sample]:
+        info = self._info
         returned = self._rcl.take(self._handle.pointer, ctypes.byref(buffer), ctypes.byref(info), None)
         if returned == _RCL_RET_SUBSCRIPTION_TAKE_FAILED:
             return None  # nothing more queued

@@ -43,10 +43,16 @@ ESTOP_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=Reli
 
 
 class EStop:
+    """The e-stop of `node` (its service, its log). Its subscription and the graph poll live on
+    `input_node` when given: a node spun by an executor of its own (the policy node's `_estop`
+    companion), so a take waits behind no other callback and a flood's wake-ups cost only the
+    few entities of that node's wait set."""
+
     def __init__(self, node, topic: str, *, start_engaged: bool, heartbeat_s: float,
-                 on_engaged: Callable[[], None], callback_group=None):
-        self.topic = node.resolve_topic_name(topic)
-        self._node = node
+                 on_engaged: Callable[[], None], input_node=None, callback_group=None):
+        self.topic = node.resolve_topic_name(topic)  # the node's remaps applied; absolute for input_node
+        self._node = input_node or node
+        callback_group = callback_group or self._node.default_callback_group  # a Waitable needs one
         self._logger = node.get_logger()
         self._on_engaged = on_engaged
         self._heartbeat_s = heartbeat_s
@@ -55,10 +61,12 @@ class EStop:
         self._was_engaged = False
         self._warned: Set[Tuple[str, bytes]] = set()  # (what, gid): said once per publisher
         events = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
-        self._input = EStopInput(node, topic, ESTOP_QOS, self._on_samples, callback_group, events, self._on_broken)
+        self._input = EStopInput(self._node, self.topic, ESTOP_QOS, self._on_samples, callback_group, events,
+                                 self._on_broken)
         # A steady clock: the graph and a dead-man's heartbeat are wall-time matters, even under use_sim_time.
         period = min(GRAPH_POLL_S, heartbeat_s / 4) if heartbeat_s > 0 else GRAPH_POLL_S
-        node.create_timer(period, self._poll, callback_group=callback_group, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._node.create_timer(period, self._poll, callback_group=callback_group,
+                                clock=Clock(clock_type=ClockType.STEADY_TIME))
         node.create_service(Trigger, "~/release_estop", self._release, callback_group=ReentrantCallbackGroup())
         holds = self.sources.holds()  # no goal to stop yet: only say so
         self._was_engaged = bool(holds)
@@ -105,8 +113,9 @@ class EStop:
 
     def _heard(self, sample: Sample, count: int = 0) -> None:
         source, before = self.sources.heard(sample.gid, sample.pressed, decoded=sample.decoded, count=count)
-        if sample.pressed and before is not True:
-            self._logger.error(f"e-stop pressed by {source.label} on {self.topic}")
+        if sample.pressed and before is not True:  # how long it waited (two processes' wall clocks)
+            waited = f" (sent {(time.time_ns() - sample.sent_ns) / 1e6:.0f} ms before it was taken)" if sample.sent_ns else ""
+            self._logger.error(f"e-stop pressed by {source.label} on {self.topic}{waited}")
         elif not sample.pressed and before is True:
             self._logger.warning(f"e-stop press of {source.label} released on {self.topic}")
         if not sample.decoded:
