@@ -10,7 +10,7 @@ seeded) has a local platform of its own serving the stand-in behind that delay
 (`bench_policy.delayed`). The clients, per latency:
 
 * ours        — `run()` with its defaults;
-* ours append — the rule before #23, each chunk appended behind the rows buffered (`take_over=False`);
+* ours append — the appending rule, each chunk appended behind the rows buffered (`take_over=False`);
 * ours la=1   — `run(lookahead=1, stitch="none")`: this client before pipelining (stop and go);
 * peer        — the public sequence-ai 0.20.0 with its defaults.
 
@@ -51,7 +51,7 @@ HOME = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]  # sequence_ai_ros/tools/sim_robot.
 SETTLE_RAD = 0.02
 INSTRUCTION = "put the red block in the bowl"
 SWAPPED_TO = "open the top drawer"
-APPENDING = {"take_over": False}  # the rule before #23, kept reachable for the comparison
+APPENDING = {"take_over": False}  # the appending rule, kept reachable for the comparison
 STOP_AND_GO = {"lookahead": 1, "stitch": "none"}
 REAL = 0.7  # the latency of the moving goal, the swaps and the budget curve's goal
 OTHER_BUDGET_SHARE = 0.5  # of the run's seconds, for the budget curve at the latencies other than REAL

@@ -9,7 +9,7 @@ machine), and `sim_robot` (the simulated arm: joint states at 100 Hz, two 448×2
 `config/demo.yaml`), each in its own process; this process is the planner: one `act` goal toward
 the instruction's goal from the arm's home pose, and the commands as they arrive.
 
-Cases: the node's defaults at each latency; the appending rule from before #23 (`take_over: false`)
+Cases: the node's defaults at each latency; the appending rule (`take_over: false`)
 at each latency above the window; and at 0.7 s the node as it was before pipelining (`lookahead: 1`,
 `stitch: align`, with `take_over: false`, which those need: the stop-and-go loop).
 Figures, as in bench_latency: held share (the outcome's underrun_s / elapsed_s), requests per second
@@ -36,7 +36,7 @@ import common
 HZ = 15.0
 SIM = {"image_width": 448, "image_height": 252, "camera_hz": 15.0, "joint_state_hz": 100.0}
 NODE = {"startup_timeout_s": 60.0, "max_image_age_s": 1.0, "max_joint_state_age_s": 0.5}
-APPENDING = {"take_over": False}  # the rule before #23, kept reachable for the comparison
+APPENDING = {"take_over": False}  # the appending rule, kept reachable for the comparison
 BEFORE = {"lookahead": 1, "stitch": "align", **APPENDING}  # the node's loop before pipelining
 
 

@@ -18,7 +18,7 @@ noise, any latency or budget — and its `formula` column is `_budget.py`'s phys
 the three says which of rule, physics or machine it comes from.
 
 Per rule: held share, requests/s of motion, age p50 and lateness p50 over the rows played after the
-first 3 s. `append` is the rule before #23 (`take_over=False`: requests by the lead, chunks
+first 3 s. `append` is the appending rule (`take_over=False`: requests by the lead, chunks
 appended); `takeover` the default (the newest chunk replacing the older rows), at each budget
 (`default` = one per window).
 """

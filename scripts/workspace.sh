@@ -94,7 +94,11 @@ ros_env() {
   # All DDS traffic stays on loopback, on a domain of this run's own.
   export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
   # (a block of DOMAIN_BLOCK consecutive ones for a parallel test run: scripts/ros_domains.py)
-  export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$("$VENV/bin/python" -S "$ROOT/scripts/ros_domains.py" --block "${DOMAIN_BLOCK:-1}")}"
+  if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
+    ROS_DOMAIN_ID="$("$VENV/bin/python" -S "$ROOT/scripts/ros_domains.py" --block "${DOMAIN_BLOCK:-1}")"
+    DOMAIN_PICKED=1
+  fi
+  export ROS_DOMAIN_ID
   # Raw camera frames need a larger shared-memory segment than Fast DDS's 512 KB (see the file).
   export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-$ROOT/config/fastdds_shm.xml}"
   export PYTHONDONTWRITEBYTECODE=1
@@ -244,6 +248,14 @@ case "$cmd" in
   run)
     prepare
     cd "$ROOT"
+    # A domain picked for this command alone: nodes started elsewhere are seen only on the same one.
+    if [[ -n "${DOMAIN_PICKED:-}" ]]; then
+      say "ROS_DOMAIN_ID=$ROS_DOMAIN_ID (picked for this command; to see the same nodes from another terminal:" \
+          "export ROS_DOMAIN_ID=$ROS_DOMAIN_ID there first)"
+    fi
+    if [[ "${1:-}" == ros2 && "${2:-}" == action && "${3:-}" == send_goal ]]; then
+      exec "$VENV/bin/python" -S "$ROOT/scripts/server_hint.py" "$@"  # says so when no server answers
+    fi
     exec "$@"
     ;;
   *)

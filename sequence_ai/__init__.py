@@ -58,6 +58,7 @@ _LAZY = {
     "DepthResult": "._oneshot._perception",
     "SimulatedArm": ".sim",
     "MAX_RUN_SECONDS": "._loop._settings",
+    "STITCH_MODES": "._loop._stitch",
     "INSTRUCTION_LIMIT_CHARS": "._loop._instruction",
 }
 # sub-modules, also reachable as attributes without an import (as in 0.20.0)

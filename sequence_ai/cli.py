@@ -3,11 +3,12 @@
     sequence-ai models [--endpoint act|chat|perceive|decide]
     sequence-ai doctor [--model pi05-droid] [--wait 600]
     sequence-ai serve [platform options]         (needs sequence-ai[serve])
-    sequence-ai replay run.mcap [--plot PNG]     (needs sequence-ai[replay])
+    sequence-ai replay RECORDING... [--plot PATH]   (needs sequence-ai[record]; --plot: [replay])
     sequence-ai export --format lerobot RECORDING... OUT_DIR   (needs sequence-ai[lerobot])
 
-Exit codes: 0 ok / ready, 1 problems found or a request failed, 2 usage, 130 Ctrl-C, 141 the
-reader of the output went away (`| head`), as for a Unix filter.
+Exit codes: 0 ok / ready, 1 problems found or a request failed, 2 usage (replay and export: also
+a file refused, recording/replay.py and recording/export.py), 130 Ctrl-C, 141 the reader of the
+output went away (`| head`), as for a Unix filter.
 Unlike the 0.20.0 client, every command (doctor included) honours SEQUENCES_BASE_URL and
 --base-url, so a local platform can be checked exactly like the public one; `mock` starts one
 for the command.
@@ -51,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("serve", help="run the local platform on loopback (needs sequence-ai[serve])", add_help=False)
     from .recording.replay import add_arguments as replay_arguments  # argparse only: no MCAP import
 
-    replay_arguments(commands.add_parser("replay", help="summary and timeline plot of a recorded run (an MCAP file)"))
+    replay_arguments(commands.add_parser("replay", help="the summary of recorded runs (MCAP files, or folders of "
+                                                        "them); --plot draws a timeline"))
     from .recording.export import add_arguments as export_arguments  # argparse only: no lerobot import
 
     export_arguments(commands.add_parser("export", help="recorded runs as a training set (a LeRobot dataset)"))
@@ -147,7 +149,7 @@ def _run(args_list: List[str], out: TextIO, err: TextIO) -> int:
     if args.command == "replay":
         from .recording.replay import replay
 
-        return replay(args.file, args.plot, args.no_plot, out, err)
+        return replay(args.files, args.plot, out, err)
     if args.command == "export":
         from .recording.export import export
 

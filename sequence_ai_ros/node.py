@@ -12,8 +12,8 @@
 
 One goal runs at a time on its own thread, inside `Policy.run()`; the control timer (at the
 model's control frequency) is that loop's only clock. A goal the node cannot run is rejected at
-once (goal/acceptance.py). Every ending publishes exactly one hold and then the outcome, and leaves exactly one
-terminal goal state.
+once (goal/acceptance.py). Every ending publishes exactly one hold and then the outcome, and
+leaves exactly one terminal goal state.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ from .control.ticks import TimerTicks
 from .diagnostics import TickRate, policy_loop_status
 from .estop.topic import EStop
 from .goal.acceptance import GoalAcceptance
-from .goal.outcome import SUCCEEDED, as_reported, end_goal, ending_of, feedback_message, outcome_message, status_for
+from .goal.outcome import GoalEnding, ending_of, send_feedback
 from .goal.recording import GoalRecordings
+from .goal.run_arguments import RunArguments
 from .goal.services import GoalServices
 from .goal.slot import GoalRun, GoalSlot
 from .goal.time_bound import RunClock
@@ -55,7 +56,10 @@ from .warmup import WarmUp
 
 __all__ = ["PolicyNode"]
 
+
 class PolicyNode(Node):
+    """The node `sequence_ai_policy`: one arm, one goal at a time, driven by a remote policy."""
+
     def __init__(self, argv: Optional[Sequence[str]] = None, **kwargs: Any):
         super().__init__("sequence_ai_policy", **kwargs)
         try:
@@ -103,6 +107,8 @@ class PolicyNode(Node):
         self.warming_pub = self.create_publisher(WarmingStatus, "~/warming", LATCHED)
         self.instruction_pub = self.create_publisher(String, "~/instruction", LATCHED)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.ending = GoalEnding(self.model.short_id, self.outcome_pub, self.recordings,
+                                 lambda: self.get_clock().now().to_msg(), self.get_logger())
 
         # The one clock of the control loop, on the clock companion: its tick runs on the thread
         # that woke from the timer's wait (docs/ROS.md "One clock").
@@ -115,6 +121,7 @@ class PolicyNode(Node):
 
         # Goals and services: one goal at a time (goal/slot.py), taken or refused by goal/acceptance.py.
         self.goals = GoalSlot(c.busy_policy == "preempt", self.policy.interrupt)
+        self.run_arguments = RunArguments.from_config(c)  # what every goal's run() is given
         self._closing = threading.Event()
         self.warmup = WarmUp(self.policy, self.model.short_id, c.startup_timeout_s, self.warming_pub,
                              lambda: self.get_clock().now().to_msg(), self.get_logger())
@@ -152,16 +159,7 @@ class PolicyNode(Node):
         self.tick_rate.tick(time.monotonic())
         run = self.goals.run
         running = run is not None and not run.held.is_set()  # after the final hold: silence
-        # Never coast: a velocity controller keeps the last command, so a tick with nothing
-        # published while a run is active (the buffer is dry) gets an explicit zero — unless a
-        # command is ready and waits for this very tick (control/ticks.py), and follows at once.
-        stalled = (self.arm.published_this_tick == 0 and self.arm.last_command is not None
-                   and not self.ticks.command_waiting)
-        if running and self.config.command_interface == "velocity" and stalled:
-            command = self.arm.hold_command()
-            if command is not None:
-                self.arm.publisher.publish(command, 1.0 / self.control_hz)
-        self.arm.published_this_tick = 0
+        self.arm.tick(running, self.ticks.command_waiting)
         if running:
             run.interrupt_again()
             if run.stop_reason is None and self.run_clock.expired():
@@ -171,14 +169,8 @@ class PolicyNode(Node):
     def _act_on_beat(self, run: GoalRun, row: Any) -> None:
         """Publish a validated row on a tick: the run's first command and the first after a stall
         wait for the next one, so no two commands go out less than a period apart."""
-        self.ticks.on_beat(lambda: self.policy.interrupted)
-        published = False
-        try:
-            with run.publishing():  # refused once the run is stopping
-                self.arm.act(row)
-                published = True
-        finally:
-            self.ticks.sent(published)
+        with self.ticks.beat(lambda: self.policy.interrupted), run.publishing():  # refused once stopping
+            self.arm.act(row)
 
     # -- goals (which ones are taken: goal/acceptance.py) ----------------------------------------
     def _on_estop(self) -> None:
@@ -191,7 +183,8 @@ class PolicyNode(Node):
         run, refusal = self.acceptance.claim(goal_handle, self._begin)
         try:
             if run is None:
-                return self._finish(goal_handle, None, "rejected", refusal, held=False, instruction=goal.instruction)
+                return self.ending.finish(goal_handle, None, "rejected", refusal, held=False,
+                                          instruction=goal.instruction)
             if self.estop is not None and self.estop.engaged:  # pressed since the goal was accepted
                 run.stop("estop")
             if self._closing.is_set():
@@ -205,26 +198,18 @@ class PolicyNode(Node):
         self.arm.begin_run()
 
     def _drive(self, run: GoalRun, goal: Any) -> Any:
-        c = self.config
-
         def observe() -> Any:
             run.check()  # a stop that came before run() began (it clears the interrupt flag)
             if not run.started:  # run() has put the goal's instruction in force
                 self.goal_services.first_observation(run)
             return self.arm.observe()
 
-        def hold() -> None:
-            if not run.held.is_set():
-                run.held.set()
-                self.arm.hold()
-
         outcome = None
         reason, message = "", ""
         earlier = getattr(self.policy, "last_outcome", None)  # a previous goal's, not this one's
         before = None
         # Everything the goal computes is inside: whatever raises, the arm holds once and the
-        # outcome goes out (a max_seconds of 1e308 once overflowed here, before the try: no hold,
-        # no outcome, a result of status 0).
+        # outcome goes out.
         try:
             self._until.clear()
             self.instruction_pub.publish(String(data=goal.instruction))
@@ -234,20 +219,13 @@ class PolicyNode(Node):
             max_seconds = self.run_clock.start(float(goal.max_seconds))  # sim time: checked on the ticks
             if self.recordings is not None:
                 run.recorder = self.recordings.open(bytes(run.goal_handle.goal_id.uuid).hex())
-                self.arm.publisher.recorder = run.recorder  # every command and hold as published
-            take_over = c.take_over and not c.dry_run
+                self.arm.record_to(run.recorder)  # every command and hold as published
             before = self.priority.raise_thread()  # this thread publishes on the ticks (control/realtime.py)
             outcome = self.policy.run(
                 observe=observe, act=lambda row: self._act_on_beat(run, row), validate=self.arm.validate,
-                hold=hold, max_actions=max_actions, max_seconds=max_seconds,
-                until=(self._until.is_set if c.until_topic else None),
-                # a dry run's arm does not move: no motion to continue, each chunk as it comes, and so
-                # nothing to take over (parameters.py has refused a take_over the mode rules out)
-                prefetch=c.prefetch, lookahead=c.lookahead or "auto", stitch="none" if c.dry_run else c.stitch,
-                take_over=None if take_over else False, request_budget=(c.request_budget or None) if take_over else None,
-                smooth_seam=c.smooth_seam,
-                startup_timeout_s=c.startup_timeout_s, pacer=self.ticks,
-                progress=False, instruction=goal.instruction, record=run.recorder,
+                hold=lambda: run.hold_once(self.arm.hold), max_actions=max_actions, max_seconds=max_seconds,
+                until=(self._until.is_set if self.config.until_topic else None), pacer=self.ticks,
+                progress=False, instruction=goal.instruction, record=run.recorder, **self.run_arguments.as_kwargs(),
             )
             reason = outcome.reason
             if reason == "validate":
@@ -257,59 +235,24 @@ class PolicyNode(Node):
             if reason.startswith("raised:") and not isinstance(exc, sequence_ai.SequencesError):
                 self.get_logger().error(f"run failed: {type(exc).__name__}: {message}")
         finally:
-            unheld = not run.held.is_set()
-            hold()  # exactly once, on every ending (completion included)
-            if unheld and run.recorder is not None:
-                run.recorder.hold(reason or "completed")  # the client records the holds it made
-            self.arm.publisher.recorder = None
+            # exactly once, on every ending (completion included); the client records the holds it made
+            if run.hold_once(self.arm.hold) and run.recorder is not None:
+                run.recorder.hold(reason or "completed")
+            self.arm.record_to(None)
             self.priority.restore(before)
             elapsed = self.run_clock.finish()
-        if reason == "interrupted" and run.stop_reason:
-            reason = run.stop_reason
         if outcome is None:  # run() raised: its outcome, if it got as far as making one
             latest = getattr(self.policy, "last_outcome", None)
             outcome = latest if latest is not earlier else None
-        if outcome is not None:
-            outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed)
-        if not message and outcome is not None:
-            message = str(outcome)
-        return self._finish(run.goal_handle, outcome, reason, message, held=run.held.is_set(),
-                            instruction=self.policy.instruction or goal.instruction, recorder=run.recorder)
-
-    def _finish(self, goal_handle: Any, outcome: Any, reason: str, message: str, *, held: bool, instruction: str,
-                recorder: Any = None) -> Any:
-        msg = outcome_message(outcome, reason=reason, message=message, model=self.model.short_id,
-                              instruction=instruction, held=held, stamp=self.get_clock().now().to_msg())
-        if recorder is not None:
-            self.recordings.describe(msg, recorder)
-        if reason != "rejected":
-            self.outcome_pub.publish(msg)
-        if recorder is not None:
-            self.recordings.finish(recorder, msg)  # the file is finished off this thread
-        status, terminal = status_for(reason)
-        text = f"run ended: {reason}{': ' + message if message else ''}"
-        # rclpy refuses two severities from one call site, hence two calls.
-        if terminal == SUCCEEDED:
-            self.get_logger().info(text)
-        else:
-            self.get_logger().warning(text)
-        end_goal(goal_handle, terminal)
-        return Act.Result(status=status, message=message or reason, outcome=msg)
+        return self.ending.finish(run.goal_handle, outcome, reason, message, held=run.held.is_set(),
+                                  instruction=self.policy.instruction or goal.instruction, recorder=run.recorder,
+                                  stop_reason=run.stop_reason, elapsed_s=elapsed)
 
     # -- feedback and diagnostics ---------------------------------------------------------------
     def _publish_feedback(self) -> None:
         run = self.goals.run
-        if run is None:
-            return
-        progress = self.policy.progress()
-        feedback = feedback_message(progress, started=run.started, instruction=run.goal_instruction,
-                                    elapsed_s=self.run_clock.elapsed_s())  # sim time: ROS time, like max_seconds
-        if run.recorder is not None and run.started and not run.held.is_set():  # nothing after the outcome
-            run.recorder.feedback(progress)
-        try:
-            run.goal_handle.publish_feedback(feedback)
-        except Exception:
-            pass
+        if run is not None:  # sim time: elapsed in ROS time, like max_seconds
+            send_feedback(run, self.policy.progress(), self.run_clock.elapsed_s())
 
     def _publish_diagnostics(self) -> None:
         c = self.config

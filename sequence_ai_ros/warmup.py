@@ -20,6 +20,9 @@ __all__ = ["WarmUp"]
 
 
 class WarmUp:
+    """Waits for the worker to serve on a thread of its own, publishing ~/warming; `refusal` names why
+    a goal cannot run yet."""
+
     def __init__(self, policy: sequence_ai.Policy, model_id: str, budget_s: float, publisher: Any,
                  stamp: Callable[[], Any], logger: Any):
         self._policy = policy

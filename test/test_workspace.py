@@ -72,3 +72,44 @@ def test_the_test_command_exits_with_the_suites_own_status(tmp_path, outcome, st
     suite.write_text("def test_it():\n    assert %s\n" % ("True" if outcome == "pass" else "False"))
     ran = workspace("test", str(suite), "-n", "0", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path))
     assert ran.returncode == status, (ran.stdout[-1500:], ran.stderr[-1500:])
+
+
+def _without_domain() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "ROS_DOMAIN_ID"}
+
+
+def test_a_domain_picked_for_a_command_is_printed_and_one_given_is_not():
+    picked = subprocess.run([SCRIPT, "run", "sh", "-c", "echo $ROS_DOMAIN_ID"], capture_output=True, text=True,
+                            timeout=600, env=_without_domain())
+    assert picked.returncode == 0, picked.stderr
+    domain = picked.stdout.strip()
+    assert f"ROS_DOMAIN_ID={domain} (picked for this command" in picked.stderr
+    assert f"export ROS_DOMAIN_ID={domain}" in picked.stderr
+    given = subprocess.run([SCRIPT, "run", "true"], capture_output=True, text=True, timeout=600,
+                           env=dict(_without_domain(), ROS_DOMAIN_ID="42"))
+    assert "picked for this command" not in given.stderr
+
+
+@pytest.mark.ros
+def test_a_goal_sent_where_no_server_answers_says_which_domain_it_is_on():
+    """The real `ros2 action send_goal`, on a domain where nothing serves the action."""
+    process = subprocess.Popen([SCRIPT, "run", "ros2", "action", "send_goal", "/nowhere/sequence_ai_policy/act",
+                                "sequence_ai_ros/action/Act", "{instruction: 'x', max_seconds: 1.0, max_actions: 0}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_without_domain(),
+                               start_new_session=True)
+    try:
+        assert process.stderr is not None
+        lines = []
+        for line in process.stderr:  # ends when the hint came, or at the bound below
+            lines.append(line)
+            if "no action server" in line:
+                break
+        picked = next(line for line in lines if "picked for this command" in line)
+        domain = picked.split("ROS_DOMAIN_ID=")[1].split()[0]
+        hint = lines[-1]
+        assert "no action server /nowhere/sequence_ai_policy/act" in hint, "".join(lines)
+        assert f"ROS_DOMAIN_ID={domain}" in hint
+        assert process.poll() is None, "the command keeps waiting for its server, as ros2 does"
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)

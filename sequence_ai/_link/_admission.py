@@ -28,6 +28,9 @@ def renew_after_s(ttl_s: Optional[float]) -> Optional[float]:
 
 @dataclass(frozen=True)
 class Grant:
+    """A connect answer, checked: where the worker is, its certificate pin, the direct secret, the
+    lease (ttl, epoch) and the contract the worker declares. Its repr never shows the secret."""
+
     worker_url: str
     cert_fingerprint: str
     direct_secret: str

@@ -50,6 +50,9 @@ def act_report(trace: ActTrace, outcome: str, *, total_s: Optional[float] = None
 
 
 class TelemetrySender:
+    """The Policy's telemetry: `submit()` queues a report without blocking, a background thread
+    posts them in batches, `close()` sends what is left within a bound."""
+
     def __init__(self, client: Any):
         self._client = client  # a GatewayTransport (_http.telemetry_client)
         self._queue: deque = deque(maxlen=QUEUE_MAX)

@@ -2,17 +2,18 @@
 episode remapping (WIRE.md §5, §6).
 
 One `WorkerConnection` per Policy. Its `act()` is one logical request, bounded as a whole by its
-timeout: several HTTP attempts may share its request id. A rotated secret (401), an expired
-lease, a dropped connection or a worker that went away are repaired here by reconnecting through
-the gateway and replaying; a 429 is retried with jitter; everything else propagates. A
-certificate mismatch is never retried. The HTTP client for the worker comes from a
-`WorkerTransportFactory` (`_transport.py`; by default the pinned `_http11.pinned_client`).
+timeout: several HTTP attempts may share its request id. In layers: `act` sets the deadline and
+takes the current link (admitting or renewing the lease), `_act_handling_retries` runs attempts
+until one answers, `_act_once` is one POST, and `_read_answer` reads a 2xx. What follows each
+attempt is decided in `_retry.py` (reconnect after a 401 or a transport failure, wait out a 429,
+re-pin once, give up with which error) and carried out by `_follow`. Episode ids go through
+`_episodes.py`. The HTTP client for the worker comes from a `WorkerTransportFactory`
+(`_transport.py`; by default the pinned `_http11.pinned_client`, docs/CLIENT-LOOP.md says why).
 """
 
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 import uuid
@@ -20,27 +21,24 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from .._errors import AuthError, CertPinError, SequencesError, Unavailable
+from .._errors import CertPinError, SequencesError, Unavailable
 from .._net._http import gateway_call
 from .._net._http11 import pinned_client
-from .._net._status_errors import error_from_response
 from .._net._transport import (
-    AnswerTooLarge,
+    Answer,
     GatewayTransport,
-    TransportClosed,
     TransportError,
-    TransportTimeout,
     WorkerTransport,
     WorkerTransportFactory,
     compact_json,
 )
 from .._waiting import wait_on
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
-from ._retry import busy_wait_s, reconnect_backoff_s
+from ._episodes import EpisodeMap
+from ._retry import Happened, Next, Retry, Step
 
 __all__ = ["Abandoned", "ActTrace", "WorkerConnection"]
 
-MAX_RECONNECTS = 5
 EPISODE_END_TIMEOUT_S = 5.0  # the whole request: a worker that trickles its answer is cut off
 
 
@@ -58,6 +56,18 @@ class ActTrace:
     reconnects: int = 0
     first_after_connect: bool = False
     rid_mismatch: bool = False
+
+
+@dataclass
+class _ActRequest:
+    """One logical /act as the caller gave it; every attempt sends the same request."""
+
+    payload: Mapping[str, Any]
+    encoded: Optional[bytes]
+    rid: str
+    episode_id: Optional[str]
+    cancelled: Callable[[], bool]
+    trace: ActTrace
 
 
 def with_fields(payload: Mapping[str, Any], encoded: Optional[bytes], extra: Mapping[str, Any]) -> bytes:
@@ -82,6 +92,9 @@ class _Link:
 
 
 class WorkerConnection:
+    """The Policy's link to its worker: admission through the gateway, then `act()` and
+    `end_episode()` on a pinned client, replaced when the lease's epoch or the worker changes."""
+
     def __init__(self, *, gateway: GatewayTransport, base_url: str, model: str,
                  timeout_s: float, embodiment: Optional[str] = None,
                  expect: Optional[Mapping[str, Any]] = None,
@@ -98,8 +111,7 @@ class WorkerConnection:
         self._clock = clock
         self._lock = threading.RLock()
         self._link: Optional[_Link] = None
-        self._episodes: Dict[str, str] = {}  # caller's episode id -> worker-side id
-        self.episode_resets = 0
+        self._episodes = EpisodeMap()
         self.contract: Optional[Dict[str, Any]] = None
         self.declared_action: Optional[Dict[str, Any]] = None
         self.declared: Optional[Dict[str, Any]] = None  # the last connect answer's contract (Policy.contract)
@@ -138,16 +150,8 @@ class WorkerConnection:
         old, self._link = self._link, _Link(grant, client, self._renew_at(grant))
         if old is not None:
             old.client.retire()  # a request still on it may finish; the next one uses the new link
-            self._remap_episodes()
+            self._episodes.remap(stacklevel=4)
         return self._link
-
-    def _remap_episodes(self) -> None:
-        if not self._episodes:
-            return
-        self._episodes = {caller: uuid.uuid4().hex for caller in self._episodes}
-        self.episode_resets += 1
-        warnings.warn("the worker changed mid-episode; its per-episode state did not carry over",
-                      UserWarning, stacklevel=4)
 
     def _open(self) -> None:
         if self._closed:  # an abandoned request must not re-admit a closed Policy
@@ -185,11 +189,16 @@ class WorkerConnection:
 
     # -- the request -----------------------------------------------------------------------
 
+    @property
+    def episode_resets(self) -> int:
+        """Worker changes that gave the episodes in progress fresh worker-side ids."""
+        return self._episodes.resets
+
     def worker_episode(self, caller_id: Optional[str]) -> Optional[str]:
         if caller_id is None:
             return None
         with self._lock:
-            return self._episodes.setdefault(caller_id, caller_id)
+            return self._episodes.worker_id(caller_id)
 
     def act(self, payload: Dict[str, Any], *, rid: str, episode_id: Optional[str] = None,
             timeout_s: Optional[float] = None, cancelled: Callable[[], bool] = lambda: False,
@@ -199,94 +208,88 @@ class WorkerConnection:
         attempt gets what is left of it, so a worker that trickles its answer is cut off in time.
         `encoded`: `payload` as compact JSON already (act_body), so the frames are not encoded
         again."""
-        trace = trace or ActTrace()
-        trace.rid = rid
-        start = self._clock()
+        request = _ActRequest(payload, encoded, rid, episode_id, cancelled, trace or ActTrace())
+        request.trace.rid = rid
         budget = self._timeout_s if timeout_s is None else timeout_s
-        deadline = start + budget
-        failures = 0
-        busy = 0
-        repinned = False
-        link = self._current(trace)
+        retry = Retry(deadline=self._clock() + budget, budget_s=budget)
+        return self._act_handling_retries(request, self._current(request.trace), retry)
+
+    def _act_handling_retries(self, request: _ActRequest, link: _Link, retry: Retry) -> Any:
+        """Attempts until one answers, starting on `link`; `Retry` decides each next step."""
         while True:
-            if cancelled():
-                raise Abandoned("request abandoned")
-            extra: Dict[str, Any] = {}
-            worker_episode = self.worker_episode(episode_id)
-            if worker_episode is not None:
-                extra["episode_id"] = worker_episode
-            if self.embodiment and "embodiment" not in payload:
-                extra["embodiment"] = self.embodiment
-            content = with_fields(payload, encoded, extra)
-            trace.first_after_connect = not link.served
-            sent = self._clock()
-            if sent >= deadline:
-                raise Unavailable(f"the worker did not answer within {budget:g}s", 503)
-            try:
-                response = link.client.post("/act", content=content, headers={"X-Seq-Request-Id": rid},
-                                            timeout=deadline - sent)
-            except CertPinError:
-                # A pin fresh from the gateway that does not match fails closed. A pin that had
-                # verified and now does not means another worker answers at that address (a
-                # restart): ask the gateway once for its coordinates, never trust the new cert.
-                failures += 1
-                if not link.served or repinned or failures > MAX_RECONNECTS:
-                    self._forget(link)  # fail closed now; the next request asks the gateway afresh
-                    raise
-                fresh = self._reconnect_or_wait(link, failures, cancelled, trace)
-                repinned, link = repinned or fresh is not link, fresh
-                continue
-            except AnswerTooLarge as exc:  # not a glitch to retry: the worker broke the caps
-                raise SequencesError(f"refused the worker's answer: {exc.message}") from None
-            except TransportClosed:
-                # A client that another thread closed when it replaced the link refuses requests:
-                # use the replacement (no attempt spent); anything else is not ours to hide.
-                with self._lock:
-                    self._open()
-                    current = self._link
-                if current is None or current is link:
-                    raise
-                link = current
-                continue
-            except TransportError as exc:
-                failures += 1
-                if isinstance(exc, TransportTimeout) and self._clock() >= deadline:
-                    raise Unavailable(f"the worker did not answer within {budget:g}s", 503) from None
-                if failures > MAX_RECONNECTS or self._clock() >= deadline:
-                    raise Unavailable(f"worker unreachable after {failures - 1} reconnect attempts", 503) from None
-                self._pause(reconnect_backoff_s(failures), cancelled, trace)
-                link = self._reconnect_or_raise(link, trace)
-                continue
-            trace.rtt_s = self._clock() - sent
-            status = response.status_code
-            if status == 401:
-                failures += 1
-                if failures > MAX_RECONNECTS or self._clock() >= deadline:
-                    raise AuthError(f"the worker kept rejecting the direct secret after {failures - 1} reconnects",
-                                    401)
-                link = self._reconnect_or_wait(link, failures, cancelled, trace)
-                continue
-            if status == 429:
-                busy += 1
-                error = error_from_response(status, response.text, response.headers)
-                wait = busy_wait_s(busy, getattr(error, "retry_after_s", None), random.uniform(0.5, 1.0))
-                if self._clock() + wait > deadline:
-                    raise Unavailable(f"worker was busy on {busy} attempts in a row ({error.message})", 429,
-                                      response.text, retry_after_s=getattr(error, "retry_after_s", None))
-                self._pause(wait, cancelled, trace, overhead=False)
-                continue
-            if status >= 300:
-                raise error_from_response(status, response.text, response.headers)
-            link.served = True
-            echoed = response.headers.get("x-seq-request-id")
-            if echoed is not None and echoed != rid:
-                trace.rid_mismatch = True
-                warnings.warn(f"worker echoed request id {echoed!r} for {rid!r}; correlation is broken",
-                              UserWarning, stacklevel=2)
-            try:
-                return json.loads(response.content)
-            except (ValueError, RecursionError):
-                raise SequencesError("malformed /act answer from the worker: not JSON", status) from None
+            happened = self._act_once(request, link, retry)
+            step = retry.after(happened, served=link.served, now=self._clock())
+            if step.next is Next.ANSWER:
+                return self._read_answer(happened, link, request)
+            fresh = self._follow(step, link, request)
+            retry = step.retry.with_repin() if step.next is Next.REPIN and fresh is not link else step.retry
+            link = fresh
+
+    def _act_once(self, request: _ActRequest, link: _Link, retry: Retry) -> Happened:
+        """One POST /act on `link` with what is left of the deadline: the answer, or the error
+        the transport raised instead (any other exception propagates)."""
+        if request.cancelled():
+            raise Abandoned("request abandoned")
+        content = with_fields(request.payload, request.encoded, self._fields(request))
+        request.trace.first_after_connect = not link.served
+        sent = self._clock()
+        if sent >= retry.deadline:
+            raise retry.timed_out()
+        try:
+            answer = link.client.post("/act", content=content, headers={"X-Seq-Request-Id": request.rid},
+                                      timeout=retry.deadline - sent)
+        except (CertPinError, TransportError) as exc:
+            return exc
+        request.trace.rtt_s = self._clock() - sent
+        return answer
+
+    def _fields(self, request: _ActRequest) -> Dict[str, Any]:
+        """What the connection adds to the body: the worker-side episode id, the embodiment."""
+        extra: Dict[str, Any] = {}
+        worker_episode = self.worker_episode(request.episode_id)
+        if worker_episode is not None:
+            extra["episode_id"] = worker_episode
+        if self.embodiment and "embodiment" not in request.payload:
+            extra["embodiment"] = self.embodiment
+        return extra
+
+    def _read_answer(self, answer: Answer, link: _Link, request: _ActRequest) -> Any:
+        """A 2xx: the link has served; the echoed request id is checked; the body parsed."""
+        link.served = True
+        echoed = answer.headers.get("x-seq-request-id")
+        if echoed is not None and echoed != request.rid:
+            request.trace.rid_mismatch = True
+            warnings.warn(f"worker echoed request id {echoed!r} for {request.rid!r}; correlation is broken",
+                          UserWarning, stacklevel=4)
+        try:
+            return json.loads(answer.content)
+        except (ValueError, RecursionError):
+            raise SequencesError("malformed /act answer from the worker: not JSON", answer.status_code) from None
+
+    def _follow(self, step: Step, link: _Link, request: _ActRequest) -> _Link:
+        """Carry out `step`: the link for the next attempt, or raise the error it gives up with."""
+        if step.next is Next.WAIT:
+            self._pause(step.wait_s, request, overhead=False)
+            return link
+        if step.next is Next.BACK_OFF:
+            self._pause(step.wait_s, request)
+            return self._reconnect_or_raise(link, request.trace)
+        if step.next in (Next.RECONNECT, Next.REPIN):
+            return self._reconnect_or_wait(link, step.wait_s, request)
+        if step.next is Next.REPLACE:
+            return self._replacement(link, step.error)
+        if step.next is Next.FAIL_CLOSED:
+            self._forget(link)
+        raise step.error
+
+    def _replacement(self, closed: _Link, error: BaseException) -> _Link:
+        """The link another thread installed when it closed `closed`; `error` when there is none."""
+        with self._lock:
+            self._open()
+            current = self._link
+        if current is None or current is closed:
+            raise error
+        return current
 
     def _forget(self, link: _Link) -> None:
         """Never use a link whose pin failed again; otherwise every later run would fail on it
@@ -304,22 +307,21 @@ class WorkerConnection:
                 raise  # scaled to zero: the warm-wait (before the first action) or the caller decides
             return failed  # no worker or no gateway for now: the next attempt counts as another failure
 
-    def _reconnect_or_wait(self, failed: _Link, failures: int, cancelled: Callable[[], bool],
-                           trace: ActTrace) -> _Link:
+    def _reconnect_or_wait(self, failed: _Link, backoff_s: float, request: _ActRequest) -> _Link:
         """New coordinates from the gateway, or — when it has none yet (mid-redeploy, gateway
         down) — the failed link back after the reconnect backoff, so the next attempt asks again."""
-        fresh = self._reconnect_or_raise(failed, trace)
+        fresh = self._reconnect_or_raise(failed, request.trace)
         if fresh is failed:
-            self._pause(reconnect_backoff_s(failures), cancelled, trace)
+            self._pause(backoff_s, request)
         return fresh
 
-    def _pause(self, seconds: float, cancelled: Callable[[], bool], trace: ActTrace, overhead: bool = True) -> None:
+    def _pause(self, seconds: float, request: _ActRequest, overhead: bool = True) -> None:
         """Back off `seconds`, or stop at once when the request is abandoned (the fetch's flag
-        wakes the wait: no poll)."""
-        if cancelled() or wait_on(cancelled, seconds):
+        wakes the wait: no poll). A busy wait is service time, not `overhead`."""
+        if request.cancelled() or wait_on(request.cancelled, seconds):
             raise Abandoned("request abandoned")
         if overhead:
-            trace.overhead_s += seconds
+            request.trace.overhead_s += seconds
 
     # -- episodes and shutdown -------------------------------------------------------------
 
@@ -327,7 +329,7 @@ class WorkerConnection:
         """POST /act/episode_end for the caller's episode; every error is swallowed."""
         with self._lock:
             link = self._link
-            worker_id = self._episodes.pop(caller_id, caller_id)
+            worker_id = self._episodes.end(caller_id)
         if link is None:
             return
         try:

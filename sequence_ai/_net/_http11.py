@@ -1,12 +1,12 @@
 """The client's own HTTP/1.1: kept-alive connections, nothing else (WIRE.md §4.6, §5, §6.2).
 
-Two kinds of requests run while a robot moves: `/act` to the worker once per chunk, from a refill
-thread that has slept for most of a chunk, and the telemetry batch to the gateway every few
-seconds, from a thread that has slept even longer. Both run on cold caches, where a
-general-purpose client's layers (httpx: ~2 ms of CPU per cold request here) cost more than the
-robot's whole control step. This client writes the request in one `sendall` and parses the answer
-by hand (`_http11_answer.py`; ~0.7 ms cold for an `/act`, `bench/bench_underruns.py`; ~0.5 ms for
-a telemetry post).
+Two kinds of requests run while a robot moves: `/act` to the worker once per chunk and the
+telemetry batch to the gateway every few seconds. This client keeps what httpx alone does not
+(docs/CLIENT-LOOP.md, "Why the worker keeps its own client", measured by
+`bench/bench_worker_http.py`): `close()` ends a request in progress on another thread at once,
+`retire()` lets it finish while refusing new ones, and an answer past a cap is refused as such,
+not taken for a dropped connection and retried. It writes the request in one `sendall` and parses
+the answer by hand (`_http11_answer.py`), at under half httpx's CPU per cold request.
 
 - `PinnedClient` (a `WorkerTransport`): the worker, `https://host:port` only, every connection
   pinned to a certificate fingerprint. The pin is checked right after every TLS handshake, before

@@ -62,6 +62,8 @@ def _installed(name: str) -> bool:
 
 @dataclass(frozen=True)
 class MockPlatform:
+    """The local platform this process started for `base_url="mock"`: where it listens and its key."""
+
     base_url: str
     api_key: str
     admin_token: str

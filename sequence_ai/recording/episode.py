@@ -16,6 +16,10 @@ The rule (docs/RECORDING.md, "From runs to a training set"):
 - `task` is the instruction in force at the step: the latest one set at or before it.
 - At another fps F, frame j (time j/F) is the latest step at or before it: step floor(j * hz / F)
   on the steps' own clock, so a lower fps drops steps evenly and a higher one repeats them.
+- A joint has one name: the published command's gripper joint (the node's `gripper_joint`) is
+  named `gripper`, as in the state and the action; `Episode.published_names` keeps the node's names.
+
+The rate and the frame count are checked (export_limits.py) before a frame list is built.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .export_limits import ExportBudget, check_frames, check_rate
 from .reader import RunRecord
+from .schemas import definition
 
 __all__ = ["SUCCEEDED", "Episode", "NotAnEpisode", "Step", "episode_of"]
 
@@ -63,8 +69,10 @@ class Episode:
     joint_command_kind: str  # "joint_position", "joint_velocity", or "" (kept only for displacement rows)
     joint_command_names: Tuple[str, ...]
     images: Dict[str, List[bytes]]  # view -> the encoded frames the model was sent, in order
-    steps: List[Step] = field(default_factory=list)
-    outcome: Dict[str, str] = field(default_factory=dict)
+    steps: List[Step] = field(default_factory=list)  # one per frame at `fps`
+    played: List[Step] = field(default_factory=list)  # one per action played (steps resamples them)
+    published_names: Tuple[str, ...] = ()  # the published command's names as the node sent them
+    outcome: Dict[str, Any] = field(default_factory=dict)  # the outcome's fields, typed as in its message
     complete: bool = True
     damage: Optional[str] = None
 
@@ -81,9 +89,10 @@ class Episode:
         return list(dict.fromkeys(step.task for step in self.steps))
 
 
-def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[Sequence[str]] = None) -> Episode:
+def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[Sequence[str]] = None,
+               budget: Optional[ExportBudget] = None) -> Episode:
     """The episode of `record` (read with frames=True). NotAnEpisode, with one line saying why,
-    when there is nothing to export."""
+    when there is nothing to export; OverLimit when its rate or frame count is over the limits."""
     if record.run is None and not record.commands:
         if not record.topics:
             damage = record.damage or "no MCAP records"
@@ -92,6 +101,7 @@ def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[
     if not record.commands:
         raise NotAnEpisode("no action was played in this run: nothing to export")
     hz = _control_hz(record)
+    check_rate(hz)
     if fps is None:
         if abs(hz - round(hz)) > 1e-6:
             raise NotAnEpisode(f"the model's control frequency is {hz:g} Hz; LeRobot needs a whole fps: give --fps")
@@ -110,7 +120,10 @@ def episode_of(record: RunRecord, *, fps: Optional[int] = None, views: Optional[
     steps = _steps(record, episode)
     if not steps:
         raise NotAnEpisode("no action was played after the first observation: nothing to export")
-    episode.steps = [steps[math.floor(j * hz / fps + 1e-9)] for j in range(_frames(len(steps), hz, fps))]
+    frames = _frames(len(steps), hz, fps)
+    check_frames(frames, len(steps), hz, fps, budget or ExportBudget())
+    episode.played = steps
+    episode.steps = [steps[math.floor(j * hz / fps + 1e-9)] for j in range(frames)]
     return episode
 
 
@@ -141,12 +154,35 @@ def _key(record: RunRecord) -> str:
     return f"{run.episode_id or run.model}@{record.start_ns}"
 
 
-def _outcome(record: RunRecord) -> Dict[str, str]:
-    """The outcome as strings: the outcome message's fields, else the file's metadata copy."""
+def _outcome(record: RunRecord) -> Dict[str, Any]:
+    """The outcome's fields typed as its message declares them (a number not measured: None): from
+    the outcome message, else the file's metadata copy, which holds them as strings."""
     message = record.outcome
     if message is not None:  # a decoded message's fields are its __slots__
-        return {name: str(getattr(message, name)) for name in message.__slots__ if name != "header"}
-    return dict(record.metadata.get("sequence_ai.outcome", {}))
+        return {name: _typed(_OUTCOME_TYPES.get(name, "string"), getattr(message, name))
+                for name in message.__slots__ if name != "header"}
+    return {name: _typed(_OUTCOME_TYPES.get(name, "string"), text)
+            for name, text in record.metadata.get("sequence_ai.outcome", {}).items()}
+
+
+_OUTCOME_TYPES = {line.split()[1]: line.split()[0] for line in definition("sequence_ai_record/RunOutcome").splitlines()
+                  if line.strip() and not line.startswith("#") and len(line.split()) == 2}
+
+
+def _typed(kind: str, value: Any) -> Any:
+    """`value` (a decoded field, or its text) as JSON keeps it: bool, int, a finite float or None."""
+    text = str(value).strip()
+    try:
+        if kind == "bool":
+            return value if isinstance(value, bool) else {"true": True, "false": False}.get(text.lower())
+        if kind.startswith(("uint", "int")):
+            return int(value) if not isinstance(value, str) else (int(text) if text else None)
+        if kind.startswith("float"):
+            number = float(value) if not isinstance(value, str) else (float(text) if text else math.nan)
+            return number if math.isfinite(number) else None
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, str) else text
 
 
 def _latest(times: Sequence[int], t_ns: int) -> int:
@@ -164,9 +200,9 @@ def _steps(record: RunRecord, episode: Episode) -> List[Step]:
         episode.images[view] = [f.data for f in frames_of[view]]
     instructions = _instructions(record)
     instruction_times = [t for t, _ in instructions]
-    joint_commands = _paired_commands(record, episode, 1e9 / episode.control_hz)
     if states:
         episode.state_names = tuple(states[-1].name)
+    joint_commands = _paired_commands(record, episode, 1e9 / episode.control_hz)
     width = len(commands[0].values)
     episode.action_names = episode.state_names if len(episode.state_names) == width else tuple(
         f"action_{i}" for i in range(width))
@@ -220,6 +256,16 @@ def _paired_commands(record: RunRecord, episode: Episode, period_ns: float) -> O
         j = min(near, key=lambda j: abs(times[j] - t))
         paired.append(tuple(float(v) for v in (published[j].velocity if velocity else published[j].position)))
     episode.joint_command_kind = "joint_velocity" if velocity else "joint_position"
-    episode.joint_command_names = tuple(published[0].name)
+    episode.published_names = tuple(published[0].name)
+    episode.joint_command_names = _one_name_per_joint(episode.published_names, episode.state_names)
     return paired
+
+
+def _one_name_per_joint(published: Sequence[str], state: Sequence[str]) -> Tuple[str, ...]:
+    """The published names, with the gripper joint named as the state names it: the node publishes
+    `gripper_joint` (fr3_finger_joint1) where the state and the action say `gripper`."""
+    if "gripper" in published or "gripper" not in state or len(published) != len(state):
+        return tuple(published)
+    return tuple("gripper" if theirs == "gripper" and ours not in state else ours
+                 for ours, theirs in zip(published, state))
 

@@ -2,17 +2,21 @@
 
 Top: each joint command over time (as the ROS node published it, where the file has that; else
 each action as handed to act()), with chunk seams (thin grey lines), held time (shaded) and
-instruction changes (red dashed). Middle: every request as a bar from when it was sent to when
-its answer arrived, at the height of its latency; failed requests as red crosses. Bottom: each
-action's age (its chunk's observation to act()) and lateness (act() past the moment its row was
-computed for), where the file has them (a file written before them: an empty panel that says so).
+instruction changes (red dashed). Displacement rows (joint_delta) without the node's commands are
+drawn as what they are, each chunk's displacements from the joint state it was computed from: one
+line piece per chunk, broken at the seams and labelled so, never a sawtooth read as jerks. Joints
+whose lines are identical draw as one line whose legend entry names them all. Middle: every
+request as a bar from when it was sent to when its answer arrived, at the height of its latency;
+failed requests as red crosses. Bottom: each action's age (its chunk's observation to act()) and
+lateness (act() past the moment its row was computed for), where the file has them (a file written
+before them: an empty panel that says so).
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .reader import RunRecord
 from .summary import RunSummary, command_series, in_range, summarize
@@ -21,6 +25,7 @@ __all__ = ["plot_timeline", "timeline_figure"]
 
 MAX_SERIES = 64  # joint lines drawn (a wider command is a fault, not an arm)
 MAX_LABELS = 20  # instruction changes annotated with their text (the rest: the line only)
+DISPLACEMENT_SPACES = ("joint_delta",)  # rows relative to each chunk's reference pose (episode.py likewise)
 
 
 def plot_timeline(record: RunRecord, path: Union[str, Path], *, title: Optional[str] = None) -> Path:
@@ -60,13 +65,20 @@ def timeline_figure(record: RunRecord, *, title: Optional[str] = None) -> Any:
                                      gridspec_kw={"height_ratios": [3, 1.3, 1.3]})
     times_ns, rows, names = command_series(record)
     times = [s(t) for t in times_ns]
+    displacements = not record.arm_commands and _space(record) in DISPLACEMENT_SPACES
+    if displacements:  # a gap (NaN) between chunks: each chunk's rows are from its own reference pose
+        times, rows = _broken_at_seams(times, rows, [c.rid for c in record.commands])
     if rows:
         width = min(min(len(row) for row in rows), MAX_SERIES)
-        for j in range(width):
-            label = names[j] if len(names) >= width else (f"joint {j + 1}" if j < 7 else f"gripper {j - 6}")
-            ax.plot(times, [_drawable(row[j]) for row in rows], lw=1.1, label=label, drawstyle="steps-post")
-        if width:
-            ax.legend(loc="lower right", fontsize=7, ncol=4)
+        labels = [names[j] if len(names) >= width else (f"joint {j + 1}" if j < 7 else f"gripper {j - 6}")
+                  for j in range(width)]
+        for same in _identical_columns(rows, width):
+            ax.plot(times, [_drawable(row[same[0]]) for row in rows], lw=1.1, drawstyle="steps-post",
+                    label=" = ".join(labels[j] for j in same) + (" (one line)" if len(same) > 1 else ""))
+        if width:  # the displacements' note heads the legend, where the lines are named
+            ax.legend(loc="lower right", fontsize=7, ncol=4, title_fontsize=7, title=(
+                f"{_space(record)} rows: each chunk's displacements from the joint state it was computed from, "
+                "not positions;\nthe breaks at the seams are a new reference, not motion") if displacements else None)
     across = ax.get_xaxis_transform()  # x in seconds, y from the bottom (0) to the top (1) of the axes
     ax.add_collection(LineCollection([[(t, 0), (t, 1)] for t in summary.seams_s], colors="0.6", linewidths=0.6,
                                      zorder=0, transform=across), autolim=False)
@@ -105,7 +117,9 @@ def timeline_figure(record: RunRecord, *, title: Optional[str] = None) -> Any:
     bx.set_ylim(bottom=0)
     _freshness(cx, record, s)
     cx.set_xlabel("seconds since the run started (held: shaded, seams: grey)")
-    ax.set_ylabel("command as published (joint units)" if record.arm_commands else "action as played")
+    ax.set_ylabel("command as published (joint units)" if record.arm_commands else
+                  "action as played: displacement\nfrom its chunk's reference pose" if displacements else
+                  "action as played")
     ax.set_title(title or _title(record, summary), fontsize=10)
     fig.tight_layout()
     return fig
@@ -130,6 +144,41 @@ def _freshness(axis: Any, record: RunRecord, s: Any) -> None:
         axis.text(0.5, 0.5, "no action age or lateness in this file (none played, or recorded before they were)",
                   ha="center", va="center", transform=axis.transAxes, fontsize=8, color="0.4")
     axis.set_ylabel("action freshness (ms)")
+
+
+def _space(record: RunRecord) -> str:
+    return next((a.action_space for a in record.answers if a.action_space), "")
+
+
+def _broken_at_seams(times: List[float], rows: List[Sequence[float]],
+                     rids: List[str]) -> Tuple[List[float], List[Sequence[float]]]:
+    """The series with a row of NaN (a gap in every line) where the next chunk's rows begin."""
+    if not rows:
+        return times, rows
+    gap = [math.nan] * len(rows[0])
+    out_times, out_rows = [times[0]], [rows[0]]
+    for i in range(1, len(rows)):
+        if rids[i] != rids[i - 1]:
+            out_times.append(times[i])
+            out_rows.append(gap)
+        out_times.append(times[i])
+        out_rows.append(rows[i])
+    return out_times, out_rows
+
+
+def _identical_columns(rows: List[Sequence[float]], width: int) -> List[List[int]]:
+    """The columns 0..width-1 grouped by identical drawn values over the whole series (first-seen
+    order). Each column is compared with each group's first, stopping at the first difference."""
+    groups: List[List[int]] = []
+    for j in range(width):
+        for group in groups:
+            k = group[0]
+            if all(repr(_drawable(row[j])) == repr(_drawable(row[k])) for row in rows):  # NaN (a gap) equals NaN
+                group.append(j)
+                break
+        else:
+            groups.append([j])
+    return groups
 
 
 def _drawable(value: float) -> float:

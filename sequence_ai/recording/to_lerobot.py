@@ -21,19 +21,28 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .episode import Episode
 
-__all__ = ["EPISODES_FILE", "LeRobotTarget", "require_lerobot"]
+__all__ = ["EPISODES_FILE", "LeRobotTarget", "metadata_line", "require_lerobot"]
 
 EPISODES_FILE = "meta/sequence_ai_episodes.jsonl"
-LEROBOT_INSTALL = "pip install 'sequence-ai[lerobot]' (lerobot 0.6 needs Python 3.12 or newer)"
+LEROBOT_INSTALL = "pip install 'sequence-ai[lerobot]'"
+LEROBOT_PYTHON = (3, 12)  # lerobot 0.6's own code uses 3.12 syntax
+PENDING_IMAGE_BYTES = 256 << 20  # decoded frames handed to lerobot's image writer threads, not yet written
 
 
 def require_lerobot() -> None:
-    """ImportError naming what to install when lerobot's dataset writer cannot be imported."""
+    """ImportError naming what is missing when lerobot's dataset writer cannot be imported: the
+    Python version first (the extra installs no lerobot on an older one), else the package."""
+    if sys.version_info < LEROBOT_PYTHON:
+        version = ".".join(map(str, sys.version_info[:3]))
+        raise ImportError(f"export --format lerobot needs Python {'.'.join(map(str, LEROBOT_PYTHON))} or newer, and "
+                          f"this is Python {version}: lerobot 0.6 does not run on older ones, so "
+                          f"'sequence-ai[lerobot]' installs no lerobot here. {_newer_python_hint()}")
     # lerobot warns at import, with a long traceback, when torchcodec finds no FFmpeg libraries:
     # that decodes video, and an export writes images only.
     logging.getLogger("lerobot.utils.import_utils").setLevel(logging.ERROR)
@@ -45,6 +54,18 @@ def require_lerobot() -> None:
     import datasets
 
     datasets.disable_progress_bars()  # its own bars on each save, beside the export's one
+
+
+def _newer_python_hint() -> str:
+    """How to run the export on Python 3.12: in a source checkout, its scratch venv (scripts/scratch_venv.py
+    makes .lerobot-venv/ from requirements/scratch/lerobot.txt); else an environment of one's own."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "requirements" / "scratch" / "lerobot.txt").is_file():
+        return f"Run it from a Python 3.12 environment with {LEROBOT_INSTALL}"
+    python = root / ".lerobot-venv" / "bin" / "python"
+    first = "" if python.is_file() else f"{root / 'scripts' / 'workspace.sh'} scratch lerobot (once), then "
+    return (f"In this checkout: {first}PYTHONPATH={root} {python} -m sequence_ai export --format lerobot "
+            "RECORDING... OUT_DIR")
 
 
 def features_of(episode: Episode, image_shapes: Dict[str, Tuple[int, int, int]]) -> Dict[str, Dict[str, Any]]:
@@ -68,6 +89,11 @@ def image_shape(data: bytes) -> Tuple[int, int, int]:
 
     with Image.open(io.BytesIO(data)) as image:
         return (image.height, image.width, 3)
+
+
+def _image_shapes(episode: Episode) -> Dict[str, Tuple[int, int, int]]:
+    """Each view's shape, from its first frame a step uses (export_limits.py checked those)."""
+    return {v: image_shape(episode.images[v][episode.steps[0].frames[i]]) for i, v in enumerate(episode.views)}
 
 
 def _pixels(data: bytes) -> Any:
@@ -100,7 +126,7 @@ class LeRobotTarget:
         if self.info is None:
             return None
         theirs = self.info.get("features", {})
-        ours = features_of(episode, {v: image_shape(episode.images[v][0]) for v in episode.views})
+        ours = features_of(episode, _image_shapes(episode))
         if int(self.info.get("fps", 0)) != episode.fps:
             return f"the dataset at {self.root} is at {self.info.get('fps')} fps, this episode at {episode.fps}"
         for name, feature in ours.items():
@@ -115,27 +141,35 @@ class LeRobotTarget:
             return f"the dataset at {self.root} has {', '.join(extra)}, which this episode does not"
         return None
 
-    def write(self, episode: Episode, advance: Callable[[int], None] = lambda n: None) -> int:
-        """Add `episode` (one add_frame per step, then save_episode); its index in the dataset."""
+    def write(self, episode: Episode, advance: Callable[[int], None] = lambda n: None,
+              flagged: Optional[Dict[str, int]] = None) -> int:
+        """Add `episode` (one add_frame per step, then save_episode); its index in the dataset.
+        `flagged`: per feature, values not finite or beyond float32 written as they are. Any
+        error (a frame whose pixels do not decode, lerobot's own check) leaves no frame of it behind."""
         dataset = self._open(episode)
         try:
             self._add_frames(dataset, episode, advance)
-        except ValueError:  # lerobot's own check of a frame (a view whose size changed mid-run)
+        except BaseException:
             dataset.clear_episode_buffer()  # else the next episode would start with this one's frames
             raise
         index = int(dataset.meta.total_episodes)
         dataset.save_episode()
-        self._remember(episode, index)
+        self._remember(episode, index, flagged or {})
         return index
 
     @staticmethod
     def _add_frames(dataset: Any, episode: Episode, advance: Callable[[int], None]) -> None:
         decoded: Dict[str, Tuple[int, Any]] = {}  # view -> (frame index, pixels): steps move forward
+        pending = 0  # bytes of decoded frames the image writer may not have written yet
         for step in episode.steps:
             frame: Dict[str, Any] = {"task": step.task}
             for view, index in zip(episode.views, step.frames):
                 if view not in decoded or decoded[view][0] != index:
+                    if pending > PENDING_IMAGE_BYTES:
+                        _wait_for_images(dataset)
+                        pending = 0
                     decoded[view] = (index, _pixels(episode.images[view][index]))
+                    pending += decoded[view][1].nbytes
                 frame[f"observation.images.{view}"] = decoded[view][1]
             frame["observation.state"] = _float32(step.state)
             frame["action"] = _float32(step.action)
@@ -161,27 +195,44 @@ class LeRobotTarget:
         else:
             if self.root.is_dir():
                 self.root.rmdir()  # empty (checked): LeRobot creates the folder itself
-            shapes = {v: image_shape(episode.images[v][0]) for v in episode.views}
-            self._dataset = LeRobotDataset.create(self.repo_id, episode.fps, features_of(episode, shapes),
+            features = features_of(episode, _image_shapes(episode))
+            self._dataset = LeRobotDataset.create(self.repo_id, episode.fps, features,
                                                   root=self.root, robot_type=self.robot_type or episode.model,
                                                   use_videos=False, image_writer_threads=2)
             self.info = json.loads((self.root / "meta" / "info.json").read_text())
         return self._dataset
 
-    def _remember(self, episode: Episode, index: int) -> None:
-        line = {"episode_index": index, "run": episode.key, "recording": episode.path, "model": episode.model,
-                "control_hz": episode.control_hz, "action_space": episode.action_space,
-                "complete": episode.complete, "frames": len(episode.steps), "tasks": episode.tasks,
-                "outcome": episode.outcome}
+    def _remember(self, episode: Episode, index: int, flagged: Dict[str, int]) -> None:
         with open(self.root / EPISODES_FILE, "a", encoding="utf-8") as out:
-            out.write(json.dumps(line, sort_keys=True) + "\n")
+            out.write(json.dumps(metadata_line(episode, index, flagged), sort_keys=True) + "\n")
         self.episodes[episode.key] = index
+
+
+def metadata_line(episode: Episode, index: int, flagged: Dict[str, int]) -> Dict[str, Any]:
+    """The episode's line in EPISODES_FILE: numbers as numbers, booleans as booleans (a number the
+    run did not measure: null), `flagged` the values --bad-values flag let through, per feature."""
+    line = {"episode_index": index, "run": episode.key, "recording": episode.path, "model": episode.model,
+            "control_hz": episode.control_hz, "action_space": episode.action_space, "complete": episode.complete,
+            "frames": len(episode.steps), "tasks": episode.tasks, "outcome": episode.outcome,
+            "values_not_finite_or_beyond_float32": dict(flagged)}
+    if episode.published_names != episode.joint_command_names:  # the node's own names for the published command
+        line["published_names"] = list(episode.published_names)
+    return line
+
+
+def _wait_for_images(dataset: Any) -> None:
+    """Until lerobot's image writer threads have written what they were handed (its queue is
+    unbounded: a run of large distinct frames would otherwise be held in memory)."""
+    writer = getattr(getattr(dataset, "writer", None), "image_writer", None)
+    if writer is not None:
+        writer.wait_until_done()
 
 
 def _float32(values: Any) -> Any:
     import numpy as np
 
-    return np.asarray(values, dtype=np.float32)
+    with np.errstate(over="ignore"):  # beyond float32 becomes ±inf: refused or flagged before (export_limits.py)
+        return np.asarray(values, dtype=np.float32)
 
 
 def _episodes_in(path: Path) -> Dict[str, int]:

@@ -3,7 +3,9 @@
 `ArmLoop` supplies the four callables of `Policy.run()` for the node. Observations come from the
 latest-sample caches (stale or bad input raises, which stops the run and holds); each row is
 converted to a command and safety-checked in `validate` before `act` may publish it; `hold` puts
-one hold command on the topic (position: where the arm is; velocity: zero).
+one hold command on the topic (position: where the arm is; velocity: zero). The arm also owns what
+is commanded each control period (`tick`, as a controller's update()) and where its commands are
+recorded (`record_to`).
 
 How a chunk meets the motion in progress is the client's business (`stitch`, `smooth_seam`): a
 displacement row arrives with the `q_ref` that makes `q_ref + row` its stitched target, so the node
@@ -13,7 +15,7 @@ converts each row on its own, whichever request it came from and however many ar
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import sequence_ai
 
@@ -26,6 +28,8 @@ __all__ = ["ArmLoop"]
 
 
 class ArmLoop:
+    """One arm driven by one run at a time: its commands checked, published, held and recorded."""
+
     def __init__(
         self,
         config: NodeConfig,
@@ -56,7 +60,7 @@ class ArmLoop:
         self.last_command: Optional[Command] = None
         self._last_chunk: Optional[int] = None  # the chunk number of the last validated row
         self.unsafe_reason = ""
-        self.published_this_tick = 0
+        self._published_this_tick = 0
 
     # -- per run -------------------------------------------------------------------------------
     def begin_run(self) -> None:
@@ -65,6 +69,24 @@ class ArmLoop:
             self.last_command = None
             self._last_chunk = None
             self.unsafe_reason = ""
+
+    def record_to(self, recorder: Any) -> None:
+        """Tell `recorder` (a goal's sequence_ai.recording.Recorder) of every command and hold as
+        published from now on; None: record nothing."""
+        self.publisher.recorder = recorder
+
+    # -- each control period ---------------------------------------------------------------------
+    def tick(self, running: bool, command_waiting: bool) -> None:
+        """The control period ends. Never coast: a velocity controller keeps the last command, so a
+        period with nothing published while a run is active (the buffer is dry) gets an explicit
+        zero, unless a command is ready and waits for this very tick (control/ticks.py) and follows
+        at once."""
+        stalled = self._published_this_tick == 0 and self.last_command is not None and not command_waiting
+        if running and self.config.command_interface == "velocity" and stalled:
+            command = self._hold_command()
+            if command is not None:
+                self.publisher.publish(command, self.period_s())
+        self._published_this_tick = 0
 
     # -- the four callables ---------------------------------------------------------------------
     def observe(self) -> sequence_ai.Observation:
@@ -111,17 +133,17 @@ class ArmLoop:
         command = validated[1]
         self.publisher.publish(command, self.period_s())
         self.last_command = command  # in a dry run: the last computed one
-        self.published_this_tick += 1
+        self._published_this_tick += 1
 
     def hold(self) -> None:
         """Publish one hold command: position -> where the arm is, velocity -> zero."""
-        command = self.hold_command()
+        command = self._hold_command()
         if command is None:
             self._warn("no joint state has ever been received: nothing to hold")
             return
         self.publisher.publish(command, self.period_s())
 
-    def hold_command(self) -> Optional[Command]:
+    def _hold_command(self) -> Optional[Command]:
         n = len(self.config.joint_names)
         if self.config.command_interface == "velocity":
             gripper = self.last_command.gripper if self.last_command else self._measured_gripper()

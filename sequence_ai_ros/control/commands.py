@@ -67,11 +67,6 @@ class CommandMapping:
                     "verified conversion to joint velocities; set command_interface: position"
                 )
 
-    @property
-    def needs_q_ref(self) -> bool:
-        """Rows are displacements from the joint state the chunk was computed from."""
-        return self.kind == "offset_q_ref"
-
     def command(self, row: Sequence[float], q_ref: Optional[Sequence[float]]) -> Command:
         prepared = list(sequence_ai.prepare([list(row)], self.model, 0))
         n = len(self.config.joint_names)

@@ -21,6 +21,9 @@ __all__ = ["ControlPriority"]
 
 
 class ControlPriority:
+    """SCHED_FIFO at `realtime_priority` for the calling control thread (`apply`, or `raise_thread`
+    until `restore`); after the OS refuses once it is never asked again."""
+
     def __init__(self, priority: int, warn: Callable[[str], None]):
         self.priority = int(priority)
         self._warn = warn

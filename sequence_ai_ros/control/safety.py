@@ -20,6 +20,8 @@ class UnsafeCommand(Exception):
 
 @dataclass(frozen=True)
 class CommandLimits:
+    """What a command may be, per joint in joint_names order: position range, speed, step."""
+
     joint_names: Tuple[str, ...]
     position_min: Tuple[float, ...]
     position_max: Tuple[float, ...]

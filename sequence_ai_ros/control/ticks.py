@@ -5,21 +5,21 @@ the goal's thread, calls `wait()` after each action and blocks until the next ti
 follows the node's clock (sim time included) and there is no second schedule. Missed ticks are
 dropped, never replayed as a burst; after a stall the next action waits for the next tick.
 
-The node also calls `on_beat()` just before each command goes out: the run's first command and
-the first after a stall (when no tick released the loop) wait for the next tick, so consecutive
-commands are one period apart — the spacing the step and velocity checks assume. And no command
-goes out less than half a period after the one before, on the timer's clock (sim time too): such
-a command waits until then, off the beat, and the next one is on its tick again. That happens
-when its tick came moments after the previous command went out — the previous tick's callback ran
-late (a busy executor; rcl puts the next call on the next period boundary, which may then be a few
-milliseconds away), or the previous command's thread was held up after its tick (a starved CPU, a
-long-held GIL). Waiting for the next tick instead would drop a whole period each time, and every
-row after it would play that much later. A timer that is late by the same amount
-on every call keeps its commands a period apart, and they all go out.
+The node also sends each command inside `beat()`, which calls `on_beat()` just before it goes out:
+the run's first command and the first after a stall (when no tick released the loop) wait for the
+next tick, so consecutive commands are one period apart — the spacing the step and velocity checks
+assume. And no command goes out less than half a period after the one before, on the timer's clock
+(sim time too): such a command waits until then, off the beat, and the next one is on its tick
+again. That happens when its tick came moments after the previous command went out — the previous
+tick's callback ran late (a busy executor; rcl puts the next call on the next period boundary,
+which may then be a few milliseconds away), or the previous command's thread was held up after its
+tick (a starved CPU, a long-held GIL). Waiting for the next tick instead would drop a whole period
+each time, and every row after it would play that much later. A timer that is late by the same
+amount on every call keeps its commands a period apart, and they all go out.
 
 A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
-until the node calls `sent()` after publishing, at most HANDOFF_S. Otherwise the executor's own
-Python after the callback would hold the GIL while the loop, woken on the other core, waits for
+until `sent()` after the publish (the end of `beat()`), at most HANDOFF_S. Otherwise the executor's
+own Python after the callback would hold the GIL while the loop, woken on the other core, waits for
 it — a few hundred microseconds on every command, more in the tail (docs/ROS.md "One clock").
 """
 
@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 __all__ = ["TimerTicks"]
 
@@ -133,6 +134,18 @@ class TimerTicks:
             if waited:  # the tick this command goes out on is the loop's latest
                 self._seen = self._ticks
                 self._fresh = False
+
+    @contextmanager
+    def beat(self, interrupted: Callable[[], bool]) -> Iterator[None]:
+        """Around one command's publish: `on_beat()` first, `sent()` after, saying whether the body
+        finished (the command went out) or raised (it did not)."""
+        self.on_beat(interrupted)
+        published = False
+        try:
+            yield
+            published = True
+        finally:
+            self.sent(published)
 
     def _wake(self) -> None:
         with self._cond:

@@ -81,6 +81,9 @@ class Source:
 
 
 class EStopSources:
+    """Every publisher on the e-stop topic and what it said, the start latch and the heartbeat:
+    whether the e-stop is engaged, and what holds it."""
+
     def __init__(self, *, start_engaged: bool, heartbeat_s: float, now_s: Callable[[], float]):
         self._now_s = now_s
         self._heartbeat_s = heartbeat_s

@@ -43,10 +43,11 @@ ESTOP_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=Reli
 
 
 class EStop:
-    """The e-stop of `node` (its service, its log). Its subscription and the graph poll live on
-    `input_node` when given: a node spun by an executor of its own (the policy node's `_estop`
-    companion), so a take waits behind no other callback and a flood's wake-ups cost only the
-    few entities of that node's wait set."""
+    """The e-stop on `estop_topic`: while engaged it stops the running goal (`on_engaged`) and
+    refuses goals (`goal_refusal`); `~/release_estop` is its explicit release. Its subscription and
+    the graph poll live on `input_node` when given: a node spun by an executor of its own (the
+    policy node's `_estop` companion), so a take waits behind no other callback and a flood's
+    wake-ups cost only the few entities of that node's wait set."""
 
     def __init__(self, node, topic: str, *, start_engaged: bool, heartbeat_s: float,
                  on_engaged: Callable[[], None], input_node=None, callback_group=None):

@@ -1,4 +1,4 @@
-"""How a run's ending becomes a RunOutcome message and one terminal goal state.
+"""How a run's ending becomes a RunOutcome message and one terminal goal state (`GoalEnding`).
 
     completed / until / timeout          -> succeeded
     canceled (the goal's client asked)   -> canceled
@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from sequence_ai_ros.action import Act
 from sequence_ai_ros.msg import RunOutcome
 
 from ..inputs.samples import BadInput, StaleInput
-from .slot import RunStopped
+from .slot import GoalRun, RunStopped
 
-__all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "as_reported", "end_goal", "ending_of", "feedback_message", "outcome_message",
-           "status_for"]
+__all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "GoalEnding", "as_reported", "end_goal", "ending_of", "feedback_message",
+           "outcome_message", "send_feedback", "status_for"]
 
 SUCCEEDED, CANCELED, ABORTED = "succeeded", "canceled", "aborted"
 
@@ -98,6 +98,17 @@ def feedback_message(progress: Any, *, started: bool, instruction: str, elapsed_
     return feedback
 
 
+def send_feedback(run: GoalRun, progress: Any, elapsed_s: Optional[float]) -> None:
+    """One Act feedback of `run`, and into its recording while it runs (nothing after the outcome)."""
+    feedback = feedback_message(progress, started=run.started, instruction=run.goal_instruction, elapsed_s=elapsed_s)
+    if run.recorder is not None and run.started and not run.held.is_set():
+        run.recorder.feedback(progress)
+    try:
+        run.goal_handle.publish_feedback(feedback)
+    except Exception:
+        pass
+
+
 def _nan_if_none(value: Optional[float]) -> float:
     return math.nan if value is None else float(value)
 
@@ -159,3 +170,44 @@ def outcome_message(
         msg.recording_frames_dropped = int(getattr(outcome, "recording_frames_dropped", 0))
         msg.recording_error = str(getattr(outcome, "recording_error", "") or "")
     return msg
+
+
+class GoalEnding:
+    """Ends a goal, once: its RunOutcome message (described in its recording, published unless the
+    goal was rejected), one log line, its terminal state and its result."""
+
+    def __init__(self, model_id: str, outcome_pub: Any, recordings: Any, stamp: Callable[[], Any], logger: Any):
+        self._model_id = model_id
+        self._outcome_pub = outcome_pub
+        self._recordings = recordings  # goal/recording.py's GoalRecordings, None without record_dir
+        self._stamp = stamp
+        self._logger = logger
+
+    def finish(self, goal_handle: Any, outcome: Any, reason: str, message: str, *, held: bool, instruction: str,
+               recorder: Any = None, stop_reason: Optional[str] = None, elapsed_s: Optional[float] = None
+               ) -> Act.Result:
+        """`outcome` is the client's (None if the run never made one); a stop the node decided
+        (`stop_reason`) replaces the client's `interrupted`; `elapsed_s`: the run's length in ROS time
+        under sim time (as_reported)."""
+        if reason == "interrupted" and stop_reason:
+            reason = stop_reason
+        if outcome is not None:
+            outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed_s)
+            message = message or str(outcome)
+        msg = outcome_message(outcome, reason=reason, message=message, model=self._model_id,
+                              instruction=instruction, held=held, stamp=self._stamp())
+        if recorder is not None:
+            self._recordings.describe(msg, recorder)
+        if reason != "rejected":
+            self._outcome_pub.publish(msg)
+        if recorder is not None:
+            self._recordings.finish(recorder, msg)  # the file is finished off this thread
+        status, terminal = status_for(reason)
+        text = f"run ended: {reason}{': ' + message if message else ''}"
+        # rclpy refuses two severities from one call site, hence two calls.
+        if terminal == SUCCEEDED:
+            self._logger.info(text)
+        else:
+            self._logger.warning(text)
+        end_goal(goal_handle, terminal)
+        return Act.Result(status=status, message=message or reason, outcome=msg)

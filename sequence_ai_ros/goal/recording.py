@@ -32,6 +32,9 @@ CLOSE_WAIT_S = 3.0  # shutdown waits this long for files still being finished (l
 
 
 class GoalRecordings:
+    """One MCAP recording per goal in `folder`: opened as the goal's run starts, finished with its
+    outcome on a thread of its own."""
+
     def __init__(self, folder: Path, *, model: str, joint_names: Sequence[str], camera_views: Sequence[str],
                  node: str, log_error: Callable[[str], None] = print):
         self.folder = folder

@@ -21,6 +21,8 @@ NO_RUN = "no run in progress: nothing changed (a goal carries its own instructio
 
 
 class GoalServices:
+    """The ~/set_instruction and ~/interrupt callbacks, acting on the goal in the slot."""
+
     def __init__(self, goals: GoalSlot, policy: Any, publish_instruction: Callable[[str], None],
                  log: Callable[[str], None]):
         self.goals, self.policy = goals, policy

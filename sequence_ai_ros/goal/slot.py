@@ -27,7 +27,7 @@ class GoalRun:
 
     def __init__(self, goal_handle: Any, interrupt: Callable[[], None]):
         self.goal_handle = goal_handle
-        self.held = threading.Event()  # the run's one hold went out
+        self.held = threading.Event()  # the run's one hold went out (hold_once)
         self.started = False  # the loop took its first observation
         # The node keeps no instruction: the client holds the one in force. Except this, for a
         # moment: a ~/set_instruction accepted before the run's first observation, which the
@@ -64,6 +64,15 @@ class GoalRun:
         if self._reason is not None:
             self._interrupt()
 
+    def hold_once(self, hold: Callable[[], None]) -> bool:
+        """Call `hold` unless this run has held already: one hold per run, on every ending. True if
+        this call held."""
+        if self.held.is_set():
+            return False
+        self.held.set()
+        hold()
+        return True
+
     def check(self) -> None:
         """RunStopped once the run is stopping (a callback of the loop calls it)."""
         if self._reason is not None:
@@ -85,7 +94,7 @@ class GoalSlot:
 
     A goal can be cancelled after its acceptance and before its run begins (waiting for a preempted
     goal to stop, or for a free executor thread): `cancel` remembers it, and its run stops as it
-    begins. It used to run on, to its time bound or the next preemption."""
+    begins: otherwise it would run on, to its time bound or the next preemption."""
 
     def __init__(self, preempt: bool, interrupt: Callable[[], None]):
         self._preempt = preempt

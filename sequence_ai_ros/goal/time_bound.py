@@ -23,6 +23,8 @@ SIM_TIME_WALL_MARGIN_S = 60.0
 
 
 class RunClock:
+    """The running goal's start and bound on the ROS clock (under sim time; idle on the wall clock)."""
+
     def __init__(self, now_s: Callable[[], float], sim_time: bool):
         self._now_s = now_s
         self.sim_time = sim_time

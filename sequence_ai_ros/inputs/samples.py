@@ -129,6 +129,8 @@ class LatestSample:
 
 @dataclass(frozen=True)
 class JointReading:
+    """One joint state read in joint_names order, and the gripper joint's position if listed."""
+
     positions: Tuple[float, ...]
     gripper: Optional[float]
 

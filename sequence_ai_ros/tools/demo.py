@@ -91,7 +91,8 @@ def _plot_recording(path: str, image: Path) -> Optional[Path]:
         record = read_run(path)
     print(f"[demo] recording {path} ({'complete' if record.complete else 'not finished: read to its last chunk'}"
           f", {len(record.commands)} actions, {len(record.answers)} chunks, "
-          f"{sum(record.frame_counts.values())} frames; `sequence-ai replay {path}` prints its summary)")
+          f"{sum(record.frame_counts.values())} frames; `scripts/workspace.sh run sequence-ai replay {path}` "
+          f"prints its summary)")
     return plot_timeline(record, image)
 
 
@@ -149,8 +150,7 @@ class _Planner:
 
     def _on_warming(self, message) -> None:
         if self.warming is None or message.ready != getattr(self.warming, "ready", None):
-            eta = "unknown" if math.isnan(message.eta_s) else f"{message.eta_s:.0f}s"
-            print(f"[demo] warming: ready={message.ready} waited={message.waited_s:.1f}s eta={eta} {message.message}")
+            print(f"[demo] {warming_words(message)}")
         self.warming = message
 
     def _on_diagnostics(self, message) -> None:
@@ -196,7 +196,7 @@ class _Planner:
                 switched = True
             time.sleep(0.05)
         result = result_future.result().result
-        print(f"[demo] result: status={result.status} {result.message}")
+        print(f"[demo] result: {status_name(self.Act, result.status)}: {result.message}")
         self._wait(lambda: self.outcome is not None, 3.0)
         o = result.outcome
         print(f"[demo] RunOutcome: reason={o.reason} actions={o.actions} chunks={o.chunks} "
@@ -211,6 +211,21 @@ class _Planner:
         if len(self.feedback) % 4 == 1:
             print(f"[demo] t={self._t():5.2f}s actions={f.actions:4d} chunks={f.chunks:3d} buffered={f.buffered:2d} "
                   f"underruns={f.underruns} instruction={f.instruction!r}")
+
+
+def status_name(act_type, status: int) -> str:
+    """`STATUS_TIMEOUT` for 2: the Act result's status by its name in Act.action."""
+    names = {getattr(act_type.Result, n): n for n in dir(act_type.Result) if n.startswith("STATUS_")}
+    return names.get(status, f"status {status}")
+
+
+def warming_words(message) -> str:
+    """A ~/warming message as a sentence."""
+    if message.ready:
+        waited = f" after {message.waited_s:.0f} s of warming" if message.waited_s >= 0.5 else ""
+        return f"the model is ready{waited}"
+    eta = "" if math.isnan(message.eta_s) else f", about {message.eta_s:.0f} s to go"
+    return f"the model is warming: waited {message.waited_s:.0f} s{eta} ({message.message})"
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ VELOCITY_COMMAND_TIMEOUT_S = 0.25
 
 
 class SimRobot(Node):
+    """The simulated arm's node: obeys commands within its limits, publishes joint states and images."""
+
     def __init__(self, **kwargs):
         super().__init__("sim_robot", **kwargs)
         p = self.declare_parameter

@@ -69,3 +69,19 @@ def zeros_compressed(compression: str, nbytes: int) -> bytes:
     compressor = lz4.frame.LZ4FrameCompressor()
     out = [compressor.begin()] + [compressor.compress(block) for _ in range(nbytes >> 20)]
     return b"".join(out) + compressor.flush()
+
+
+def black_png(width: int, height: int) -> bytes:
+    """A valid RGB PNG of `width`×`height` black pixels, compressed a row at a time: a 9000×9000
+    one is ~240 KB and never held decoded here (what a decoder would need: width × height × 3)."""
+    import struct
+
+    def part(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    compressor = zlib.compressobj(9)
+    rows = bytes((1 + 3 * width) * 64)  # 64 rows: filter byte 0, then each row's pixels
+    idat = b"".join(compressor.compress(rows) for _ in range(height // 64))
+    idat += compressor.compress(bytes((1 + 3 * width) * (height % 64))) + compressor.flush()
+    return (b"\x89PNG\r\n\x1a\n" + part(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + part(b"IDAT", idat) + part(b"IEND", b""))

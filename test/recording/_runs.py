@@ -6,7 +6,7 @@ import base64
 import io
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from sequence_ai._loop._outcome import RunOutcome, RunProgress
 from sequence_ai.recording import Recorder
@@ -41,14 +41,18 @@ class SentRun:
 
 
 def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5, joints: int = 7,
-                 reason: str = "interrupted") -> SentRun:
+                 reason: str = "interrupted", hz: float = 15.0, frame: Callable[[int], bytes] = jpeg,
+                 space: str = "joint_position", published: bool = False) -> SentRun:
     """Three requests of 5 rows each, an underrun hold between the 2nd and 3rd, an instruction
     change before the 3rd, progress after each chunk, and the outcome (`reason`). `joints`: an
-    arm of another size (the gripper follows them)."""
+    arm of another size (the gripper follows them); `hz`: the model's rate as recorded (the
+    actions still play 1/15 s apart); `frame(seed)`: each camera frame's bytes; `space`: the rows'
+    action space; `published`: each action with the command a node would publish for it, its
+    gripper named as the node names it (fr3_finger_joint1)."""
     names = [f"panda_joint{i}" for i in range(1, joints + 1)] + ["gripper"]
     t = time.monotonic()
     sent = SentRun(t0=t)
-    recorder.run_started(model="pi05-droid", episode_id="ep-1", control_hz=15.0, joint_names=names,
+    recorder.run_started(model="pi05-droid", episode_id="ep-1", control_hz=hz, joint_names=names,
                          camera_views=VIEWS, extra={"robot": "franka"}, t=t)
     instruction = "pick up the red cube"
     recorder.instruction(instruction, t=t)
@@ -63,7 +67,7 @@ def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5, joints: 
         rid = f"r-{k:08x}"
         images = []
         for v, view in enumerate(VIEWS):
-            data = jpeg(10 * k + v)
+            data = frame(10 * k + v)
             images.append({"view": view, "data": base64.b64encode(data).decode(), "timestamp_ms": None})
             sent.frames.append((view, data))
         positions = [0.1 * k + 0.01 * j for j in range(joints)]
@@ -77,7 +81,7 @@ def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5, joints: 
         steps = [[0.1 * k + 0.001 * r + 0.01 * j for j in range(joints + 1)] for r in range(rows)]
         sent.chunks[rid] = steps
         t += 0.15
-        recorder.answer(rid, steps, sent_t=sent_t, latency_s=0.15, action_space="joint_position", control_hz=15.0,
+        recorder.answer(rid, steps, sent_t=sent_t, latency_s=0.15, action_space=space, control_hz=hz,
                         t=t)
         if k == chunks - 1:
             recorder.hold("underrun", t=t - 0.1)
@@ -85,6 +89,8 @@ def scripted_run(recorder: Recorder, *, chunks: int = 3, rows: int = 5, joints: 
         for r, row in enumerate(steps):
             t += 1 / 15
             age = t - sent_t  # the observation went with the request
+            if published:
+                recorder.arm_command([*names[:-1], "fr3_finger_joint1"], [1.0 + v for v in row], t=t - 0.001)
             recorder.command(row, rid=rid, row_index=r, age_s=age, lateness_s=age - r / 15, t=t)
             sent.commands.append((row, rid, r))
             sent.freshness.append((age, age - r / 15))

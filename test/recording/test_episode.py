@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import platform
+import sys
 import time
 
 import pytest
@@ -33,7 +35,7 @@ def test_each_action_played_is_a_step_with_what_the_model_was_sent_before_it(rec
     # the instruction changed before the third request: the last five steps carry the new task
     assert [step.task for step in episode.steps] == ["pick up the red cube"] * 10 + ["put it on the plate"] * 5
     assert episode.tasks == ["pick up the red cube", "put it on the plate"]
-    assert (episode.reason, episode.succeeded, episode.outcome["actions"]) == ("interrupted", False, "15")
+    assert (episode.reason, episode.succeeded, episode.outcome["actions"]) == ("interrupted", False, 15)
     assert episode.steps[0].joint_command is None  # absolute rows: the action is the target already
 
 
@@ -77,8 +79,35 @@ def test_displacement_rows_keep_the_command_the_node_published_and_holds_are_no_
     episode = episode_of(read_run(path, frames=True))
     assert [s.action for s in episode.steps] == played
     assert [s.joint_command for s in episode.steps] == published
-    assert (episode.joint_command_kind, episode.joint_command_names) == ("joint_position", tuple(names))
+    # one joint, one name: the gripper the node publishes as fr3_finger_joint1 is `gripper`, as in the state
+    assert (episode.joint_command_kind, episode.joint_command_names) == ("joint_position", (*names[:7], "gripper"))
+    assert episode.state_names == episode.action_names == episode.joint_command_names
+    assert episode.published_names == tuple(names)
     assert episode.fps == 10
+
+
+def test_the_episode_metadata_keeps_numbers_as_numbers_and_booleans_as_booleans(recorded):
+    """meta/sequence_ai_episodes.jsonl's line, through plain json (test_lerobot_export.py reads a
+    real export's beside lerobot): every outcome field typed as the RunOutcome message declares it."""
+    import json
+
+    from sequence_ai.recording.schemas import definition
+    from sequence_ai.recording.to_lerobot import metadata_line
+
+    path, sent, _ = recorded
+    line = json.loads(json.dumps(metadata_line(episode_of(read_run(path, frames=True)), 0, {})))
+    outcome = line["outcome"]
+    declared = dict(reversed(f.split()) for f in definition("sequence_ai_record/RunOutcome").splitlines()
+                    if f and not f.startswith("#") and not f.startswith("std_msgs"))
+    assert set(outcome) == set(declared)
+    for name, kind in declared.items():
+        expected = {"bool": (bool,), "string": (str,)}.get(kind, (int,) if "int" in kind else (float, type(None)))
+        assert isinstance(outcome[name], expected) and (kind == "bool") == isinstance(outcome[name], bool), (name,
+                                                                                                             outcome)
+    assert (outcome["actions"], outcome["held"], outcome["stopped_early"], outcome["underrun_s"]) == (15, True, True,
+                                                                                                      0.1)
+    assert (line["control_hz"], line["complete"], line["frames"]) == (15.0, True, 15)
+    assert outcome["age_p50_s"] is None  # not measured in this run: null, never "nan" or "None"
 
 
 def test_a_recording_cut_short_gives_the_steps_it_holds(tmp_path):
@@ -115,6 +144,11 @@ def test_export_without_lerobot_installed_says_what_to_install(recorded, tmp_pat
     path, _, _ = recorded
     assert cli.main(["export", "--format", "lerobot", str(path), str(tmp_path / "dataset")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "needs the lerobot package" in err[0] and "sequence-ai[lerobot]" in err[0], err
+    assert len(err) == 1, err
+    if sys.version_info < (3, 12):  # the reason first: the extra installs no lerobot on this Python
+        assert err[0].startswith(f"error: export --format lerobot needs Python 3.12 or newer, and this is Python "
+                                 f"{platform.python_version()}: lerobot 0.6 does not run on older ones"), err
+    else:
+        assert "needs the lerobot package" in err[0] and "sequence-ai[lerobot]" in err[0], err
     assert not (tmp_path / "dataset").exists()
 

@@ -86,7 +86,8 @@ def test_bad_input_gets_one_line_each_and_a_second_export_appends_without_writin
                         r"in it", err[1]), err
     assert int(re.search(r"exporting the (\d+) frames", err[1]).group(1)) == len(record.commands) and len(err) == 2
     cut_frames = len(record.commands)
-    assert out[-1] == f"2 episode(s), {cut_frames + 15} frames written to {dataset}; 0 skipped, 1 with problems"
+    assert out[-1] == (f"2 episode(s), {cut_frames + 15} frames written to {dataset}; 0 skipped; not exported: "
+                       "notes.mcap (not a recording)")
 
     # Again, with the completed run once more and a recording of a six-joint arm: appended, nothing twice.
     _recording(tmp_path / "six.mcap", joints=6)
@@ -112,8 +113,9 @@ def test_only_completed_runs_at_another_fps_with_one_view(python, tmp_path):
     dataset = tmp_path / "dataset"
     code, out, err = _export(python, tmp_path, dataset, "--only-completed", "--fps", 5, "--views", VIEWS[1])
     assert code == 0, err
-    assert out[0] == "episode 0: a.mcap, 5 frames at 5 fps, ended completed, tasks: pick up the red cube | put it on the plate"
-    assert out[1] == f"skipped {tmp_path / 'b.mcap'}: the run ended interrupted (--only-completed)"
+    assert out[0] == f"skipped {tmp_path / 'b.mcap'}: the run ended interrupted (--only-completed)"  # the first pass
+    assert out[1] == ("episode 0: a.mcap, 5 frames at 5 fps, ended completed, tasks: pick up the red cube | put it on "
+                      "the plate")
     loaded = _load(python, dataset)
     assert (loaded["episodes"], loaded["fps"]) == (1, 5)
     assert list(loaded["images"]) == [f"observation.images.{VIEWS[1]}"]
@@ -161,3 +163,60 @@ def test_on_a_terminal_the_export_draws_one_progress_line_per_file_and_none_othe
     assert [int(done) for done, _ in redraws] == sorted(int(done) for done, _ in redraws)  # it only moves on
     code, _, err = _export(python, tmp_path / "a.mcap", tmp_path / "not_a_tty")  # stderr a pipe: no bar in a log
     assert code == 0 and not any("[export]" in line and "frames" in line for line in err), err
+
+
+TYPES = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    dataset = LeRobotDataset("local/dataset", root=sys.argv[1])
+    lines = (Path(sys.argv[1]) / "meta" / "sequence_ai_episodes.jsonl").read_text().splitlines()
+    print(json.dumps({"names": {k: dataset.features[k]["names"] for k in
+                                ("observation.state", "action", "action.joint_position")},
+                      "episodes": dataset.num_episodes, "lines": [json.loads(line) for line in lines]}))
+""")
+
+
+def test_the_metadata_keeps_its_types_and_one_joint_has_one_name_read_back_beside_lerobot(python, tmp_path):
+    """Issue #39: every outcome value was a string ("actions": "139", "held": "True"), and the
+    gripper was `gripper` in the state but `fr3_finger_joint1` in action.joint_position."""
+    _recording(tmp_path / "delta.mcap", reason="completed", space="joint_delta", published=True)
+    dataset = tmp_path / "dataset"
+    code, out, err = _export(python, tmp_path / "delta.mcap", dataset)
+    assert code == 0, err
+    code, out, err = _run(python, "-c", TYPES, str(dataset))
+    assert code == 0, "\n".join(err[-20:])
+    loaded = json.loads(out[-1])
+    joints = [f"panda_joint{i}" for i in range(1, 8)] + ["gripper"]
+    assert loaded["names"] == {"observation.state": joints, "action": joints, "action.joint_position": joints}
+    [line] = loaded["lines"]
+    assert line["published_names"] == [*joints[:7], "fr3_finger_joint1"]  # the node's own names, kept
+    outcome = line["outcome"]
+    assert (outcome["actions"], outcome["chunks"], outcome["underruns"], outcome["held"], outcome["stopped_early"],
+            outcome["underrun_s"], outcome["reason"]) == (15, 3, 1, False, False, 0.1, "completed")
+    assert all(not isinstance(v, str) for k, v in outcome.items()
+               if k not in ("reason", "message", "action_space", "final_instruction")), outcome
+    assert (line["frames"], line["complete"], line["control_hz"]) == (15, True, 15.0)
+
+
+def test_on_an_older_python_the_export_says_why_first_and_the_command_it_gives_runs(python, tmp_path):
+    """Issue #39: on Python 3.11 the export said to install the extra just installed; the reason
+    (lerobot needs 3.12) was in parentheses. Now the reason comes first, and the command it gives
+    for this checkout exports."""
+    import shlex
+    import sys
+
+    if sys.version_info >= (3, 12):
+        pytest.skip("this Python runs lerobot")
+    _recording(tmp_path / "run.mcap", reason="completed")
+    code, out, err = _run(sys.executable, "-m", "sequence_ai", "export", "--format", "lerobot",
+                          str(tmp_path / "run.mcap"), str(tmp_path / "dataset"))
+    assert code == 1 and out == [] and len(err) == 1, err
+    assert err[0].startswith("error: export --format lerobot needs Python 3.12 or newer, and this is Python 3.11")
+    given = shlex.split(err[0].split("In this checkout: ", 1)[1])
+    assert given[0].startswith("PYTHONPATH=") and given[-2:] == ["RECORDING...", "OUT_DIR"], given
+    env = dict(scratch_env(), PYTHONPATH=given[0].split("=", 1)[1])
+    done = subprocess.run([*given[1:-2], str(tmp_path / "run.mcap"), str(tmp_path / "dataset")], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == f"1 episode(s), 15 frames written to {tmp_path / 'dataset'}; 0 skipped"

@@ -56,7 +56,7 @@ def test_a_writer_killed_with_sigkill_leaves_a_file_readable_to_its_last_chunk(t
             pass
     assert seen == sum(count for _, count in record.topics.values())
 
-    assert cli.main(["replay", str(path), "--no-plot"]) == 0
+    assert cli.main(["replay", str(path)]) == 0
     out = capsys.readouterr().out
     assert "not finished by its writer" in out and f"{n} actions" in out
 

@@ -70,7 +70,7 @@ def test_a_run_recorded_onto_a_disk_that_fills_completes_and_says_the_recording_
         assert len(record.commands) < 45
         assert record.metadata["sequence_ai.outcome"]["reason"] == "completed"
         assert record.metadata["sequence_ai.outcome"]["actions"] == "45"
-        assert cli.main(["replay", str(path), "--no-plot"]) == 0
+        assert cli.main(["replay", str(path)]) == 0
         assert f"{path}: the recording stopped writing early ({NO_SPACE})" in capsys.readouterr().out
 
 

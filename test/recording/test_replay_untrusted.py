@@ -95,7 +95,7 @@ CASES = {  # kind -> what the one line says
 @pytest.mark.parametrize("kind", list(CASES))
 def test_a_hostile_file_ends_in_one_line_and_exit_2_under_a_memory_limit(kind, tmp_path):
     path = _crafted(kind, tmp_path)
-    done = _replay(path, "--no-plot")
+    done = _replay(path)
     assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
     assert done.stdout == "" and "Traceback" not in done.stderr
     lines = done.stderr.splitlines()
@@ -147,7 +147,7 @@ def test_a_file_whose_end_was_lost_still_replays_its_prefix(tmp_path, end):
     kept = len(data) // 3
     cut = tmp_path / "cut.mcap"
     cut.write_bytes(data[:kept] if end == "cut" else data[:kept] + bytes(len(data) - kept))
-    done = _replay(cut, "--no-plot")
+    done = _replay(cut)
     assert done.returncode == 0 and "not finished by its writer" in done.stdout, done.stderr
     commands = read_run(cut).commands
     assert 0 < len(commands) < len(whole.commands) and commands == whole.commands[:len(commands)]

@@ -86,6 +86,6 @@ def test_two_goals_recorded_by_the_node_load_as_a_lerobot_dataset(ros, policy_no
     # action[t]: the row as played (the model's joint_delta space) and the command the arm received
     # at step t (the hold after each goal is no step).
     assert_allclose(data["action"], played[0] + played[1], atol=1e-6)
-    assert data["names"] == [*JOINTS, "fr3_finger_joint1"]
+    assert data["names"] == [*JOINTS, "gripper"]  # one joint, one name: the state's (the node's: published_names)
     assert len(received_first) == actions[0] + 1 and len(received_second) == actions[1] + 1
     assert_allclose(data["published"], received_first[:-1] + received_second[:-1], atol=1e-6)

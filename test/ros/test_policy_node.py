@@ -117,7 +117,7 @@ def test_two_namespaced_nodes_drive_two_arms_at_once(ros, policy_node, platform)
     # Four camera streams come from this one test process: allow slower frames than one arm needs,
     # and a wider step limit. When this process stalls, its arm doubles stop following, the next
     # chunk starts from where they stopped, and the seam jumps by more than 0.2 rad; the node
-    # rightly aborts then (test_node_parts.py tests the step check), but that is not this test's subject.
+    # rightly aborts then (control/test_safety.py tests the step check), but that is not this test's subject.
     limits = dict(max_image_age_s=3.0, max_step_rad=0.6)
     _, arm_a, planner_a = start_arm(ros, policy_node, platform, **limits)
     _, arm_b, planner_b = start_arm(ros, policy_node, platform, **limits)

@@ -81,8 +81,11 @@ def waits(ticks: TimerTicks):
 
 
 def beats(ticks: TimerTicks):
-    """The node's way to send one command: on_beat, then sent."""
-    return lambda: (ticks.on_beat(gives_up_after(10.0)), ticks.sent())
+    """The node's way to send one command: inside beat() (on_beat, then sent)."""
+    def send() -> None:
+        with ticks.beat(gives_up_after(10.0)):
+            pass
+    return send
 
 
 def test_wait_blocks_until_the_next_tick():

@@ -1,7 +1,6 @@
-"""The node's run bookkeeping on its own: how a run stops (GoalRun), which goal holds the slot
-(GoalSlot), where an instruction change goes (GoalServices), the sim-time bound (RunClock), what
-the companions inherit of the process's ROS arguments, and how the client's outcome and progress
-become the node's."""
+"""The node's run bookkeeping on its own: how a run stops and holds (GoalRun), which goal holds the
+slot (GoalSlot), where an instruction change goes (GoalServices), the sim-time bound (RunClock), and
+how the client's outcome and progress become the node's."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from types import SimpleNamespace
 import pytest
 
 from sequence_ai import RunOutcome
-from sequence_ai_ros.companions import companion_arguments
 from sequence_ai_ros.goal.outcome import as_reported, feedback_message, outcome_message
 from sequence_ai_ros.goal.slot import GoalRun, GoalSlot, RunStopped
 from sequence_ai_ros.goal.time_bound import SIM_TIME_WALL_MARGIN_S, RunClock
@@ -39,6 +37,14 @@ def test_the_first_stop_reason_wins_and_every_stop_interrupts():
         run.check()
     run.interrupt_again()
     assert interrupts.count == 3
+
+
+def test_a_run_holds_once_whoever_asks_first():
+    run = GoalRun(goal_handle=None, interrupt=Interrupts())
+    holds = []
+    assert run.hold_once(lambda: holds.append("client")) is True  # the client's hold on its ending
+    assert run.hold_once(lambda: holds.append("node")) is False  # the node's, on every ending: not again
+    assert holds == ["client"] and run.held.is_set()
 
 
 def test_no_command_goes_out_once_a_run_is_stopping_and_stop_waits_for_one_going_out():
@@ -157,17 +163,6 @@ def test_wall_clock_runs_leave_the_bound_to_the_client():
     assert not clock.expired() and clock.finish() is None
 
 
-def test_companions_take_the_process_ros_arguments_but_not_its_node_name():
-    argv = ["policy_node", "--ros-args", "--log-level", "info", "--ros-args", "-r", "__node:=left_policy",
-            "-r", "__ns:=/left_arm", "--params-file", "/tmp/p.yaml", "-r", "joint_states:=/arm/joints",
-            "--remap", "left_policy:__node:=x", "-r", "__name:=y", "-p", "use_sim_time:=true", "--", "extra"]
-    assert companion_arguments(argv) == [
-        "--ros-args", "--log-level", "info", "-r", "__ns:=/left_arm", "--params-file", "/tmp/p.yaml",
-        "-r", "joint_states:=/arm/joints", "-p", "use_sim_time:=true",
-    ]
-    assert companion_arguments(["policy_node"]) == []
-
-
 def outcome(**fields) -> RunOutcome:
     return RunOutcome(**{"actions": 30, "chunks": 4, "elapsed_s": 2.0, "reason": "interrupted", **fields})
 
@@ -245,57 +240,3 @@ def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():
         idle.set_result("old")
         started = time.monotonic()
         assert deliver_results([idle], executor, timeout_s=10.0) and time.monotonic() - started < 5.0
-
-
-class _Row(list):
-    """A row as run() hands it to validate and act: the values, the chunk, and the joint state its
-    chunk was computed from (q_ref)."""
-
-    def __init__(self, values, q_ref, chunk=1):
-        super().__init__(values)
-        self.q_ref, self.chunk = q_ref, chunk
-
-
-def test_act_publishes_the_command_validate_checked_for_that_very_row_and_no_other(platform):
-    from eventually import wait_until
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-
-    from sequence_ai._catalogue._models import lookup
-    from sequence_ai_ros import parameters
-    from sequence_ai_ros.control.arm import ArmLoop
-    from sequence_ai_ros.control.commands import CommandMapping, CommandPublisher
-    from sequence_ai_ros.inputs.samples import LatestSample, joint_check
-    from sequence_ai_ros.qos import COMMANDS
-    from sequence_ai_ros.spinning import Spinning
-
-    home = [0.0, -0.5, 0.0, -2.2, 0.0, 1.8, 0.8]
-    with Spinning() as spun:
-        node = spun.create_node("arm_loop_parts")
-        parameters.declare(node)
-        config = parameters.read(node)
-        model = lookup("pi05-droid", base_url=platform.base_url, api_key=platform.api_key)
-        mapping = CommandMapping(model, config)
-        joint_states = LatestSample("joint_states", 5.0, time.monotonic,
-                                    check=joint_check(config.joint_names, config.gripper_joint))
-        joint_states.store(JointState(name=[*config.joint_names, config.gripper_joint], position=[*home, 0.04]))
-        published = []
-        node.create_subscription(Float64MultiArray, config.command_topic, lambda m: published.append(list(m.data)),
-                                 QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
-        arm = ArmLoop(config, model, mapping, CommandPublisher(node, config, COMMANDS, lambda _: None),
-                      joint_states, {}, lambda: 1 / 15, lambda _: None)
-        spun.spin([node])
-        checked = _Row([0.01] * 7 + [0.0], q_ref=home)
-        other = _Row([0.02] * 7 + [0.0], q_ref=home)
-        assert arm.validate(checked)
-        with pytest.raises(RuntimeError, match="did not pass"):
-            arm.act(other)  # never published: it was not the row checked
-        assert arm.validate(checked)
-        arm.act(checked)
-        expected = mapping.command(checked, home)
-        assert wait_until(lambda: published, 10.0), "the validated command was never published"
-        assert len(published) == 1 and published[0][:7] == pytest.approx(list(expected.joints)), \
-            f"published {published}, not the checked command {expected}"
-        with pytest.raises(RuntimeError):
-            arm.act(checked)  # validated once, published once
