@@ -79,7 +79,7 @@ def test_every_number_run_and_act_take_is_refused_outside_its_range_naming_it_be
                 # max_seconds only" there; the rest go on to run().
                 if name != "max_seconds" and not (name == "max_actions" and value == 0 and value is not True):
                     with pytest.raises(InvalidArgument, match=name):
-                        policy.act("pick", robot.observe, robot.act, max_seconds=1.0,
+                        policy.act("pick", robot.observe, robot.act, max_seconds=1.0, validate=robot.validate,
                                    **{k: v for k, v in arguments.items() if k != "max_actions" or name == k})
         assert platform.requests() == [] and robot.actions == [] and robot.holds == 0
 
