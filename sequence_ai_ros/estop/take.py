@@ -193,5 +193,6 @@ class EStopInput(Waitable):
                 self._on_broken(f"the message info of this rcl does not carry the publisher's gid where expected "
                                 f"(implementation {gid.implementation_identifier!r}, not {self._rmw!r})")
             return Sample(UNKNOWN_GID, True)  # fail closed: a press nobody can be told apart from
-        value = decode_bool(ctypes.string_at(buffer.buffer, buffer.buffer_length) if buffer.buffer_length else b"")
+        head = min(buffer.buffer_length, 8)  # the header and the value: a longer message's rest is not read
+        value = decode_bool(ctypes.string_at(buffer.buffer, head) if head else b"")
         return Sample(bytes(gid.data[:GID_BYTES]), value is not False, value is not None, info.source_timestamp)
