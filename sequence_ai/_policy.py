@@ -230,7 +230,7 @@ class Policy:
             arguments["on_status"] = status_line
         if startup_timeout_s is None:
             arguments["startup_timeout_s"] = self._startup_timeout_s
-        arguments["control_hz"] = control_hz or self._control_hz
+        arguments["control_hz"] = control_hz if control_hz is not None else self._control_hz  # 0 is refused
         settings = RunSettings.from_arguments(arguments)
         if settings.smooth_seam and settings.stitch == "continue":
             warn_user("smooth_seam has no effect with stitch='continue': its seams are already continuous; "
@@ -260,7 +260,9 @@ class Policy:
             max_seconds: float, until: Optional[Callable[[], bool]] = None, **run_kwargs: Any) -> RunOutcome:
         """run() with `instruction` pinned on every observation, bounded by `max_seconds`."""
         check_max_seconds(max_seconds)  # before the action bound below is computed from it
-        max_actions = run_kwargs.pop("max_actions", None) or int(max_seconds * 1000) + 1000
+        max_actions = run_kwargs.pop("max_actions", None)  # any other value: run() checks it
+        if max_actions is None or (type(max_actions) is int and max_actions == 0):  # 0: bounded by time only
+            max_actions = int(max_seconds * 1000) + 1000
         with self._guard.driving():  # refused before it could touch the running loop's instruction
             self._latch.set(instruction)
             try:

@@ -1,4 +1,5 @@
-"""The policy node's two companion nodes: its control clock and its inputs.
+"""The policy node's companion nodes: its control clock, its inputs, and (with estop_topic) its
+e-stop's subscription (estop/topic.py).
 
 The control timer and the input subscriptions each live on a node of their own in the same process,
 spun by an executor of its own (node.py `main`), so camera and joint-state callbacks never delay a

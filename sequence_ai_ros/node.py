@@ -95,8 +95,10 @@ class PolicyNode(Node):
         if c.until_topic:
             self.create_subscription(Bool, c.until_topic, lambda m: m.data and self._until.set(), 10,
                                      callback_group=inputs_group)
+        # The e-stop's subscription on a companion of its own (estop/topic.py), its service here.
+        self.estop_node = companion_node(self, "estop", argv) if c.estop_topic else None
         self.estop = EStop(self, c.estop_topic, start_engaged=c.estop_start_engaged, heartbeat_s=c.estop_heartbeat_s,
-                           on_engaged=self._on_estop, callback_group=inputs_group) if c.estop_topic else None
+                           on_engaged=self._on_estop, input_node=self.estop_node) if c.estop_topic else None
 
         # Outputs.
         publisher = CommandPublisher(self, c, COMMANDS, self.get_logger().info)

@@ -1,6 +1,6 @@
-"""The `policy_node` executable: one PolicyNode and its two companions, each spun by an executor
-of its own (the node's callbacks on a pool, the inputs and the control clock on one thread each:
-companions.py), until SIGINT or SIGTERM; then the running goal holds and reports `shutdown`, the
+"""The `policy_node` executable: one PolicyNode and its companions, each spun by an executor
+of its own (the node's callbacks on a pool, the inputs, the e-stop and the control clock on one
+thread each: companions.py), until SIGINT or SIGTERM; then the running goal holds and reports `shutdown`, the
 results go out, and the nodes come down in spinning.py's order.
 
     ros2 run sequence_ai_ros policy_node --ros-args --params-file config/policy.yaml
@@ -41,9 +41,12 @@ def main(argv: Optional[list] = None) -> int:
     except (ConfigError, sequence_ai.SequencesError):
         spun.close()  # the reason is logged (FATAL); a launch file can end with the node
         return 1
-    # The node's callbacks on a pool, the inputs and the control clock on a thread each (companions.py).
+    # The node's callbacks on a pool, the inputs, the e-stop and the control clock on a thread each
+    # (companions.py).
     executor = spun.spin([node], threads=6, name="executor")
     spun.spin([node.inputs_node], name="inputs")
+    if node.estop_node is not None:
+        spun.spin([node.estop_node], name="estop")
     spun.spin([node.clock_node], name="control-clock", on_thread_start=node.priority.apply)
     spun.wait()
     node.shutdown()

@@ -52,9 +52,11 @@ ROWS = [
     "ROS command interval jitter p99 with record_dir on",
     "LeRobot export rate",
     *PHYSICS_ROWS,
+    "e-stop press → hold through the node", "e-stop press → hold beside a 1 kHz latched-false flood",
 ]
 ROS_ROWS = ("ROS command interval jitter p99", "ROS command interval jitter p99, the same commands on arrival",
             "camera frame publish → /act request", "ROS command interval jitter p99 with record_dir on",
+            "e-stop press → hold through the node", "e-stop press → hold beside a 1 kHz latched-false flood",
             "time held, share of the run, through the node (policy.yaml, sim arm), latency 0.7 s",
             "requests per second of motion, through the node (policy.yaml, sim arm), latency 0.7 s",
             "age of the observation behind each action when acted, through the node (policy.yaml, sim arm), latency 0.7 s",

@@ -9,7 +9,6 @@ loop never re-interprets an argument.
 from __future__ import annotations
 
 import inspect
-import math
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
@@ -20,12 +19,20 @@ from ._instruction import check_instruction
 from ._pacing import MonotonicPacer, Pacer
 from ._stitch import STITCH_MODES
 
-__all__ = ["AUTO", "MAX_RUN_SECONDS", "RunSettings", "check_max_seconds"]
+__all__ = ["AUTO", "CONTROL_HZ_RANGE", "MAX_RUN_ACTIONS", "MAX_RUN_SECONDS", "RunSettings", "check_max_seconds"]
 
 AUTO = "auto"  # lookahead: as many requests in flight as the latency needs
 # The longest max_seconds a run takes: a day is no single run, and far above it the loop's own
 # arithmetic overflows (1e308 s: act()'s action bound; 1e300 s: a wait's timeout).
 MAX_RUN_SECONDS = 86400.0
+# Every other number run() takes is bounded too, so no value reaches the loop's arithmetic where it
+# would overflow or divide by (almost) zero: 5e-324 requests a second made a 1/budget of inf, a
+# control_hz of 1e-300 a wait past the end of time_t, 10**400 actions no float at all.
+MAX_RUN_ACTIONS = 2**53  # counts above it are not exact in the floats the loop's arithmetic makes of them
+CONTROL_HZ_RANGE = (0.01, 10_000.0)  # a period from 100 s down to 0.1 ms
+REQUEST_BUDGET_RANGE = (1.0 / MAX_RUN_SECONDS, 1000.0)  # requests per second: one a day up to 1000
+MAX_ROWS = 10_000  # open_loop_horizon, smooth_seam: rows of one chunk (11 minutes at 15 Hz)
+MAX_LOOKAHEAD = 100  # chunks buffered or in flight
 
 Callback = Optional[Callable[..., Any]]
 
@@ -68,24 +75,19 @@ class RunSettings:
     def from_arguments(cls, arguments: Mapping[str, Any]) -> RunSettings:
         """Check run()'s arguments (a dict of its parameters, `options` holding the rest)."""
         a: Dict[str, Any] = dict(arguments)
-        max_actions = a["max_actions"]
-        if not isinstance(max_actions, int) or isinstance(max_actions, bool) or max_actions <= 0:
-            raise InvalidArgument(f"max_actions must be a positive int (got {max_actions!r})")
-        lookahead = a["lookahead"]
-        if lookahead != AUTO and (not isinstance(lookahead, int) or isinstance(lookahead, bool) or lookahead < 1):
-            raise InvalidArgument(f"lookahead must be an int >= 1 or {AUTO!r} (got {lookahead!r})")
-        smooth_seam = a["smooth_seam"]
-        if not isinstance(smooth_seam, int) or isinstance(smooth_seam, bool) or smooth_seam < 0:
-            raise InvalidArgument(f"smooth_seam must be an int >= 0 (got {smooth_seam!r})")
-        max_seconds = a["max_seconds"]
-        if max_seconds is not None:
-            check_max_seconds(max_seconds)
-        horizon = a["open_loop_horizon"]
-        if horizon is not None and (not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 1):
-            raise InvalidArgument(f"open_loop_horizon must be an int >= 1 (got {horizon!r})")
-        control_hz = a["control_hz"]
-        if control_hz is not None and not (_is_number(control_hz) and math.isfinite(control_hz) and control_hz > 0):
-            raise InvalidArgument(f"control_hz must be a finite number > 0 (got {control_hz!r})")
+        _check_int("max_actions", a["max_actions"], 1, MAX_RUN_ACTIONS)
+        if a["lookahead"] != AUTO:
+            _check_int("lookahead", a["lookahead"], 1, MAX_LOOKAHEAD, f" or {AUTO!r}")
+        _check_int("smooth_seam", a["smooth_seam"], 0, MAX_ROWS)
+        if a["max_seconds"] is not None:
+            check_max_seconds(a["max_seconds"])
+        if a["open_loop_horizon"] is not None:
+            _check_int("open_loop_horizon", a["open_loop_horizon"], 1, MAX_ROWS)
+        if a["control_hz"] is not None:
+            _check_number("control_hz", a["control_hz"], *CONTROL_HZ_RANGE, " Hz")
+        _check_number("startup_timeout_s", a["startup_timeout_s"], 0.0, MAX_RUN_SECONDS, " s (0: no wait)")
+        if _is_number(a.get("request_budget")):  # its type and sign: check_budget below
+            _check_number("request_budget", a["request_budget"], *REQUEST_BUDGET_RANGE, " requests per second")
         instruction = a.pop("instruction")
         if instruction is not None:
             check_instruction(instruction)
@@ -114,6 +116,17 @@ def check_max_seconds(max_seconds: Any) -> None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_int(name: str, value: Any, low: int, high: int, alternative: str = "") -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidArgument(f"{name} must be an int from {low} to {high:,}{alternative} (got {value!r})")
+
+
+def _check_number(name: str, value: Any, low: float, high: float, unit: str) -> None:
+    """InvalidArgument unless low <= value <= high (NaN, infinities and ints too large for a float fail it)."""
+    if not (_is_number(value) and low <= value <= high):
+        raise InvalidArgument(f"{name} must be a number from {low:g} to {high:g}{unit} (got {value!r})")
 
 
 def _stitch_mode(stitch: Optional[str], align_chunks: bool) -> str:

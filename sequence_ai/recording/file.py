@@ -57,6 +57,24 @@ class RecordingFile:
     def flush(self) -> None:
         """Nothing to do: every write already went to the OS."""
 
+    def gone(self) -> Optional[str]:
+        """Why `path` no longer names the file being written (deleted, with its folder or not, or
+        replaced by another file), else None. Writes to a deleted file still succeed and go nowhere."""
+        if self._fd < 0:
+            return None
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            folder = os.path.dirname(self.path) or "."
+            return (f"{self.path} was deleted while it was being written"
+                    + ("" if os.path.isdir(folder) else f" (its folder {folder} is gone too)"))
+        except OSError:
+            return None  # cannot tell (a permission changed): the writes themselves will say
+        mine = os.fstat(self._fd)
+        if (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino):
+            return f"{self.path} was replaced by another file while it was being written"
+        return None
+
     def close(self) -> None:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1

@@ -98,6 +98,12 @@ class Recorder:
         """The first write error ("OSError: [Errno 28] No space left on device"), else None."""
         return self._sink.error
 
+    def check_file(self) -> Optional[str]:
+        """`error`, after checking that the file is still where it was opened: a file deleted (or
+        replaced) while being written stops the recording, and that is its error (`on_error` hears
+        of it once). The writer also checks at each flush."""
+        return self._sink.check_stream()
+
     @property
     def frames_dropped(self) -> int:
         return self._sink.frames_dropped

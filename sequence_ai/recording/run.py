@@ -141,6 +141,7 @@ class RunRecording(RunObserver):
         (warned about here when the file is this run's, on the run's thread, so the warning
         points at the caller's run())."""
         try:
+            self.recorder.check_file()  # a file deleted mid-run says so (writes to it went nowhere)
             if self.owned:
                 self.recorder.outcome(outcome, held=held)
                 self.close()

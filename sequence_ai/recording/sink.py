@@ -107,6 +107,7 @@ class RecordSink:
         self.messages = 0
         self.skipped = 0
         self.error: Optional[str] = None
+        self._error_lock = threading.Lock()  # the first error is set once (the writer, or check_stream)
         self._on_error = on_error
         self._tail: Dict[str, Dict[str, str]] = {}  # metadata queued after a write error, for the file's end
         self._closing = threading.Event()
@@ -143,6 +144,16 @@ class RecordSink:
         return {"frames_recorded": str(self.frames_recorded), "frames_dropped": str(self.frames_dropped),
                 "messages": str(self.messages), "skipped": str(self.skipped), "error": self.error or ""}
 
+    def check_stream(self) -> Optional[str]:
+        """The error, after checking that the file is still there (a RecordingFile's `gone()`): one
+        deleted or replaced while being written stops the recording with that as its error. Any
+        thread; the writer checks at each flush."""
+        gone = getattr(self._stream, "gone", None)
+        why = gone() if gone is not None and self.error is None else None
+        if why is not None:
+            self._failed(FileNotFoundError(why), cut=False)
+        return self.error
+
     def close(self, timeout_s: Optional[float] = None) -> RecordingStats:
         """Write everything queued, finish the file (summary and index) and close it."""
         self._closing.set()
@@ -167,6 +178,7 @@ class RecordSink:
                 self._drain()
                 if time.monotonic() - last_flush >= self._flush_interval_s and self.error is None:
                     self._flush()
+                    self.check_stream()
                     last_flush = time.monotonic()
                 if closing and not self._queue:
                     break
@@ -258,12 +270,15 @@ class RecordSink:
                 except Exception:
                     pass
 
-    def _failed(self, exc: Exception, cut_to: Optional[int] = None) -> None:
-        """The first write error: nothing more is written but the file's end (at close)."""
-        if self.error is not None:
-            return
-        self.error = f"{type(exc).__name__}: {exc}"
-        self._cut_back(cut_to)
+    def _failed(self, exc: Exception, cut_to: Optional[int] = None, cut: bool = True) -> None:
+        """The first write error: nothing more is written but the file's end (at close). `cut`
+        False: the file is not cut back (check_stream, from any thread: the file is gone anyway)."""
+        with self._error_lock:
+            if self.error is not None:
+                return
+            self.error = f"{type(exc).__name__}: {exc}"
+        if cut:
+            self._cut_back(cut_to)
         if self._on_error is None:
             log.error("recording stopped writing: %s; the file keeps what was written before", self.error)
             return

@@ -14,9 +14,12 @@ The e-stop is engaged while any of these holds (docs/ROS.md "The e-stop"):
 
 What releases what: a publisher's `false` releases its own press and nothing else. Lost presses
 and the start latch are released only by `release()` (the node's `~/release_estop` service),
-which is refused while a live publisher presses or cannot connect, or the heartbeat has lapsed. A
-publisher that sends `false` over and over (a dashboard, a dead-man pendant) so never releases
-a press it did not make. Pure logic on a monotonic clock; estop/topic.py feeds it from ROS.
+which is refused while a live publisher presses or cannot connect, a publisher the graph lists
+has sent nothing yet (its latched value may be a press still on its way), or the heartbeat has
+lapsed. A publisher that sends `false` over and over (a dashboard, a dead-man pendant) so never
+releases a press it did not make; one that sends faster than FLOOD_HZ is reported as flooding
+(its values count as any publisher's). A message that cannot be decoded counts as pressing, from
+its publisher. Pure logic on a monotonic clock; estop/topic.py feeds it from ROS.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ __all__ = ["EStopSources", "Source"]
 # it was last heard (the graph normally lists a publisher before its first sample arrives).
 UNLISTED_GRACE_S = 2.0
 GONE_KEPT = 8  # gone publishers that press nothing, still shown in diagnostics
+# A publisher sending more messages a second than this is reported as flooding (docs/ROS.md "The
+# e-stop"): a dead-man pendant repeats at tens of Hz; a thousand a second is a loop gone wrong.
+FLOOD_HZ = 100.0
+RATE_WINDOW_S = 1.0  # its rate: messages counted over windows this long
 
 
 @dataclass
@@ -45,6 +52,15 @@ class Source:
     ever_listed: bool = False
     last_heard_s: Optional[float] = None
     gone_s: Optional[float] = None  # when it went away
+    undecodable: int = 0  # messages from it that could not be decoded (each counted as pressing)
+    garbled: bool = False  # its latest value came from a message that could not be decoded
+    rate_hz: float = 0.0  # messages a second over its last whole RATE_WINDOW_S
+    window_s: Optional[float] = None  # the current window began
+    window_count: int = 0
+
+    @property
+    def flooding(self) -> bool:
+        return self.rate_hz > FLOOD_HZ
 
     @property
     def label(self) -> str:
@@ -56,7 +72,12 @@ class Source:
             return "gone while pressing: a lost press" if self.pressed else "gone"
         if self.pressed is None:
             return "silent" if self.connectable else "cannot connect: counts as pressing"
-        return "pressing" if self.pressed else "released"
+        state = "pressing" if self.pressed else "released"
+        if self.garbled:
+            state += " (a message that could not be decoded)"
+        if self.flooding:
+            state += f"; flooding: {self.rate_hz:.0f} messages/s (more than {FLOOD_HZ:g}/s)"
+        return state
 
 
 class EStopSources:
@@ -73,8 +94,10 @@ class EStopSources:
         self._last_message_s: Optional[float] = None
 
     # -- what happened ----------------------------------------------------------------------------
-    def heard(self, gid: bytes, pressed: bool) -> Tuple[Source, Optional[bool]]:
-        """A message from the publisher `gid`: (a copy of) its source and what it said before."""
+    def heard(self, gid: bytes, pressed: bool, *, decoded: bool = True, count: int = 0) -> Tuple[Source, Optional[bool]]:
+        """The publisher `gid` said `pressed` (a message that could not be decoded: `decoded`
+        False, pressed True), after `count` messages more from it counted towards its rate:
+        (a copy of) its source and what it said before."""
         with self._lock:
             now = self._now_s()
             self._last_message_s = now
@@ -84,7 +107,10 @@ class EStopSources:
             before = source.pressed
             source.gone_s = None  # heard, so alive: its word replaces whatever it said before
             source.pressed = pressed
+            source.garbled = not decoded
+            source.undecodable += not decoded
             source.last_heard_s = now
+            _count(source, count, now)
             return Source(**vars(source)), before
 
     def listed(self, publishers: Mapping[bytes, Tuple[str, bool]]) -> List[Source]:
@@ -113,6 +139,8 @@ class EStopSources:
         live still holds the e-stop; nothing is released then."""
         with self._lock:
             live = self._live_holds()
+            live += [f"{s.label} has sent nothing since it appeared (its latched value may be a press on its way)"
+                     for s in self._sources.values() if s.listed and s.connectable and s.pressed is None]
             if live:
                 return False, "not released: " + "; ".join(live)
             lost = [s for s in self._sources.values() if s.gone_s is not None and s.pressed]
@@ -142,6 +170,9 @@ class EStopSources:
 
     def sources(self) -> List[Source]:
         with self._lock:
+            now = self._now_s()
+            for source in self._sources.values():
+                _count(source, 0, now)  # a publisher that stopped sending is not flooding any more
             return [Source(**vars(s)) for s in self._sources.values()]
 
     def heartbeat_age_s(self) -> Optional[float]:
@@ -174,3 +205,16 @@ class EStopSources:
                       key=lambda s: s.gone_s or 0.0)
         for source in gone[:-GONE_KEPT] if len(gone) > GONE_KEPT else []:
             del self._sources[source.gid]
+
+
+def _count(source: Source, count: int, now: float) -> None:
+    """Count `count` messages towards `source`'s rate; a window RATE_WINDOW_S long or more closes
+    with its rate (a publisher silent for whole windows drops to the rate of the time since)."""
+    if source.window_s is None:
+        source.window_s, source.window_count = now, count
+        return
+    source.window_count += count
+    elapsed = now - source.window_s
+    if elapsed >= RATE_WINDOW_S:
+        source.rate_hz = source.window_count / elapsed
+        source.window_s, source.window_count = now, 0

@@ -5,7 +5,10 @@ Engaged, it stops the running goal within one control period (hold, outcome `est
 aborted with STATUS_ESTOP) and refuses every goal, naming why. The subscription is RELIABLE and
 TRANSIENT_LOCAL, so a node that starts while a publisher presses still sees that press, and its
 history is KEEP_ALL: a press from one publisher is never pushed out of the queue by a burst of
-`false` from another. The ROS graph is read every GRAPH_POLL_S to learn which publishers are
+`false` from another. Each wake-up takes every sample queued (estop/take.py) and acts on each
+publisher's newest value, so a press waits behind no other traffic; a publisher that said `true`
+within the take presses first (the running goal stops), even if its newest value is `false`.
+The ROS graph is read every GRAPH_POLL_S to learn which publishers are
 there and which went away (a SIGKILLed one disappears when its DDS participant's lease runs out:
 Fast DDS's default is 20 s). `~/release_estop` (std_srvs/Trigger) is the explicit release.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -29,7 +32,7 @@ except ImportError:  # Humble
 
 from .sources import EStopSources, Source
 from .status import estop_status
-from .take import GID_BYTES, EStopInput
+from .take import GID_BYTES, EStopInput, Sample
 
 __all__ = ["EStop"]
 
@@ -41,23 +44,30 @@ ESTOP_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=Reli
 
 class EStop:
     """The e-stop on `estop_topic`: while engaged it stops the running goal (`on_engaged`) and
-    refuses goals (`goal_refusal`); `~/release_estop` is its explicit release."""
+    refuses goals (`goal_refusal`); `~/release_estop` is its explicit release. Its subscription and
+    the graph poll live on `input_node` when given: a node spun by an executor of its own (the
+    policy node's `_estop` companion), so a take waits behind no other callback and a flood's
+    wake-ups cost only the few entities of that node's wait set."""
 
     def __init__(self, node, topic: str, *, start_engaged: bool, heartbeat_s: float,
-                 on_engaged: Callable[[], None], callback_group=None):
-        self.topic = node.resolve_topic_name(topic)
-        self._node = node
+                 on_engaged: Callable[[], None], input_node=None, callback_group=None):
+        self.topic = node.resolve_topic_name(topic)  # the node's remaps applied; absolute for input_node
+        self._node = input_node or node
+        callback_group = callback_group or self._node.default_callback_group  # a Waitable needs one
         self._logger = node.get_logger()
         self._on_engaged = on_engaged
         self._heartbeat_s = heartbeat_s
         self.sources = EStopSources(start_engaged=start_engaged, heartbeat_s=heartbeat_s, now_s=time.monotonic)
         self._lock = threading.Lock()  # one transition logged at a time, in order
         self._was_engaged = False
+        self._warned: Set[Tuple[str, bytes]] = set()  # (what, gid): said once per publisher
         events = SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
-        self._input = EStopInput(node, topic, ESTOP_QOS, self._on_message, callback_group, events, self._on_broken)
+        self._input = EStopInput(self._node, self.topic, ESTOP_QOS, self._on_samples, callback_group, events,
+                                 self._on_broken)
         # A steady clock: the graph and a dead-man's heartbeat are wall-time matters, even under use_sim_time.
         period = min(GRAPH_POLL_S, heartbeat_s / 4) if heartbeat_s > 0 else GRAPH_POLL_S
-        node.create_timer(period, self._poll, callback_group=callback_group, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._node.create_timer(period, self._poll, callback_group=callback_group,
+                                clock=Clock(clock_type=ClockType.STEADY_TIME))
         node.create_service(Trigger, "~/release_estop", self._release, callback_group=ReentrantCallbackGroup())
         holds = self.sources.holds()  # no goal to stop yet: only say so
         self._was_engaged = bool(holds)
@@ -84,13 +94,48 @@ class EStop:
         self._input.destroy(self._node)
 
     # -- inputs ----------------------------------------------------------------------------------
-    def _on_message(self, pressed: bool, gid: bytes) -> None:
-        source, before = self.sources.heard(gid, pressed)
-        if pressed and before is not True:
-            self._logger.error(f"e-stop pressed by {source.label} on {self.topic}")
-        elif not pressed and before is True:
-            self._logger.warning(f"e-stop press of {source.label} released on {self.topic}")
+    def _on_samples(self, samples: List[Sample]) -> None:
+        """One take: every publisher that said `true` in it presses first (so a press released
+        within the same take still stops the goal), then each takes its newest value."""
+        by_gid: Dict[bytes, List[Sample]] = {}
+        for sample in samples:
+            by_gid.setdefault(sample.gid, []).append(sample)
+        # A publisher whose newest value is false but that pressed within the take (an undecodable
+        # message is a press too, and the one named first): its press, before its newest value.
+        presses = [next((s for s in said if not s.decoded), None) or next(s for s in said if s.pressed)
+                   for said in by_gid.values() if any(s.pressed for s in said) and not said[-1].pressed]
+        for press in presses:
+            self._heard(press)
+        if presses:
+            self._update()
+        for said in by_gid.values():
+            self._heard(said[-1], count=len(said))
         self._update()
+
+    def _heard(self, sample: Sample, count: int = 0) -> None:
+        source, before = self.sources.heard(sample.gid, sample.pressed, decoded=sample.decoded, count=count)
+        if sample.pressed and before is not True:  # how long it waited (two processes' wall clocks)
+            waited = f" (sent {(time.time_ns() - sample.sent_ns) / 1e6:.0f} ms before it was taken)" if sample.sent_ns else ""
+            self._logger.error(f"e-stop pressed by {source.label} on {self.topic}{waited}")
+        elif not sample.pressed and before is True:
+            self._logger.warning(f"e-stop press of {source.label} released on {self.topic}")
+        if not sample.decoded:
+            self._warn_once("undecodable", sample.gid, f"a message on the e-stop topic {self.topic} from "
+                            f"{source.label} could not be decoded: it counts as a press from that publisher "
+                            f"(logged once per publisher)")
+        if source.flooding:
+            self._warn_once("flooding", sample.gid, f"{source.label} floods the e-stop topic {self.topic} at "
+                            f"{source.rate_hz:.0f} messages/s; its values still count, /diagnostics shows its rate "
+                            f"(logged once per publisher)")
+
+    def _warn_once(self, what: str, gid: bytes, text: str) -> None:
+        if (what, gid) in self._warned:
+            return
+        self._warned.add((what, gid))
+        if what == "undecodable":
+            self._logger.error(text)
+        else:
+            self._logger.warning(text)
 
     def _poll(self) -> None:
         listed = {}

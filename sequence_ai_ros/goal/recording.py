@@ -87,9 +87,9 @@ class GoalRecordings:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.folder / f"{stamp}-{goal_id[:8]}.mcap"
 
-        def stopped(error: str) -> None:  # on the recorder's writer thread
-            self._log_error(f"the recording {path} stopped writing ({error}); the goal goes on, "
-                            "the file keeps what was written before")
+        def stopped(error: str) -> None:  # once, on the recorder's writer thread (or describe's)
+            kept = "" if "while it was being written" in error else ", the file keeps what was written before"
+            self._log_error(f"the recording {path} stopped writing ({error}); the goal goes on{kept}")
 
         try:
             recorder = Recorder(path, joint_names=self._joint_names, camera_views=self._views,
@@ -105,9 +105,10 @@ class GoalRecordings:
 
     @staticmethod
     def describe(msg: Any, recorder: Any) -> None:
-        """The goal's RunOutcome message names its file and what stopped it (so far)."""
+        """The goal's RunOutcome message names its file and what stopped it (so far): a file
+        deleted (or its record_dir) while the goal ran says so."""
         msg.recording = recorder.path
-        msg.recording_error = recorder.error or msg.recording_error
+        msg.recording_error = recorder.check_file() or msg.recording_error
 
     def finish(self, recorder: Any, outcome: Any) -> Optional[threading.Thread]:
         """Write the node's outcome message to `recorder` and finish its file on a thread of its own."""

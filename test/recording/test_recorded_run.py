@@ -142,3 +142,50 @@ def test_record_refuses_a_symbolic_link_and_leaves_what_it_points_at_alone(platf
     with pytest.raises(OSError, match="is a symbolic link"):
         Recorder(dangling)
     assert not (tmp_path / "elsewhere.mcap").exists()
+
+
+@pytest.mark.parametrize("deleted", ["the file", "its folder"])
+def test_a_recording_deleted_mid_run_says_so_in_the_outcome_logged_once(platform, tmp_path, caplog, deleted):
+    """Writes to a deleted file succeed and go nowhere: the outcome's recording_error says the file
+    was deleted (and its folder, when that went too), logged once at ERROR; the run goes on."""
+    import logging
+    import shutil
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    path = folder / "run.mcap"
+
+    class Deleting(Robot):
+        def act(self, action):
+            super().act(action)
+            if len(self.actions) == 5:
+                shutil.rmtree(folder) if deleted == "its folder" else path.unlink()
+
+    robot = Deleting()
+    caplog.set_level(logging.ERROR, logger="sequence_ai.recording")
+    with policy_for(platform) as policy, pytest.warns(UserWarning, match="was deleted while it was being written"):
+        out = policy.run(**run_kwargs(robot), max_actions=12, record=str(path))
+    assert out.reason == "completed" and len(robot.actions) == 12
+    assert f"{path} was deleted while it was being written" in out.recording_error, out.recording_error
+    assert ("its folder" in out.recording_error) == (deleted == "its folder"), out.recording_error
+    assert caplog.text.count("was deleted while it was being written") == 1, caplog.text
+    assert not path.exists()
+
+
+def test_a_recorder_hears_once_that_its_file_was_deleted_from_its_writer_or_a_check(tmp_path):
+    heard = []
+    path = tmp_path / "run.mcap"
+    with Recorder(path, flush_interval_s=0.05, on_error=heard.append) as recorder:
+        recorder.hold("underrun")
+        assert recorder.check_file() is None and recorder.error is None
+        path.unlink()
+        assert wait_until(lambda: recorder.error is not None, 10.0), "the writer never noticed"
+        assert recorder.check_file() == recorder.error and "was deleted while it was being written" in recorder.error
+        recorder.hold("underrun")  # nothing more is written, nothing raised
+    assert heard == [recorder.error]
+    replaced = tmp_path / "replaced.mcap"
+    with Recorder(replaced, on_error=heard.append) as recorder:
+        replaced.unlink()
+        replaced.write_bytes(b"someone else's")
+        assert "was replaced by another file" in recorder.check_file()
+    assert replaced.read_bytes() == b"someone else's"

@@ -9,6 +9,11 @@ process of its own (`estop_pendant.py`): a pendant and a dashboard, as on a robo
   only `~/release_estop` does, and only once no live publisher presses.
 * A node starts engaged (`estop_start_engaged`, the default) until `~/release_estop`: it cannot
   know what it missed while it was down.
+* Beside a dashboard publishing latched `false` at 1 kHz, a pendant's press stops a running goal
+  (its hold published) within two control periods, every one of PRESSES presses, judged by the
+  pendant's stamp of its press and the node's stamp of its hold (both the machine's wall clock:
+  DDS source stamps). A truncated message presses; the release is refused while a listed
+  publisher has sent nothing yet (its latched press may be on its way).
 
 The pendants announce a 2 s DDS lease (Fast DDS's default is 20 s), so the node sees a killed one
 go within seconds.
@@ -16,11 +21,12 @@ go within seconds.
 
 from __future__ import annotations
 
+import math
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 import pytest
 
@@ -59,23 +65,35 @@ SHORT_LEASE = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 
 
+def _word(value) -> str:
+    """A pendant's word for `value`: True/False, None (publish nothing), or as given ("truncated")."""
+    return "none" if value is None else str(value).lower()
+
+
 class Pendant:
-    """An e-stop publisher in its own process: `say(True)` publishes and returns once it has."""
+    """An e-stop publisher in its own process: `say(True)` publishes and returns the pendant's wall
+    clock (s) just before it did, once it has. `first` may be "flood:HZ" (estop_pendant.py)."""
 
-    def __init__(self, topic: str, first: bool, profile: Path):
+    def __init__(self, topic: str, first, profile: Path):
         env = ros_environment({"FASTRTPS_DEFAULT_PROFILES_FILE": str(profile)})
-        self.process = subprocess.Popen([sys.executable, str(PENDANT), topic, str(first).lower()], env=env,
+        self.process = subprocess.Popen([sys.executable, str(PENDANT), topic, _word(first)], env=env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self._expect(first)
+        if str(first).startswith("flood:"):
+            line = self.process.stdout.readline().strip()
+            assert line == "flooding", f"flood said {line!r}"
+        else:
+            self._expect(first)
 
-    def say(self, pressed: bool) -> None:
-        self.process.stdin.write(f"{str(pressed).lower()}\n")
+    def say(self, value) -> float:
+        self.process.stdin.write(f"{_word(value)}\n")
         self.process.stdin.flush()
-        self._expect(pressed)
+        return self._expect(value)
 
-    def _expect(self, pressed: bool) -> None:
+    def _expect(self, value) -> float:
         line = self.process.stdout.readline().strip()  # the pendant prints after each publish
-        assert line == f"published {str(pressed).lower()}", f"pendant said {line!r}"
+        word, _, stamp = line.rpartition(" ")
+        assert word == f"published {_word(value)}", f"pendant said {line!r}"
+        return int(stamp) * 1e-9
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -144,6 +162,15 @@ def _values(status) -> dict:
     return {kv.key: kv.value for kv in status.values}
 
 
+def _publishers(status) -> dict:
+    return {k: v for k, v in _values(status).items() if k.startswith("publisher ")} if status else {}
+
+
+def _all_heard(status) -> bool:
+    """Every publisher the node lists has been heard (none `silent`)."""
+    return status is not None and "silent" not in _publishers(status).values()
+
+
 def _release(planner: Planner, ns: str):
     client = planner.node.create_client(Trigger, f"{ns}/sequence_ai_policy/release_estop")
     return planner.call(client, Trigger.Request(), timeout_s=10.0)
@@ -192,7 +219,7 @@ def test_one_publisher_pressing_holds_the_estop_whatever_another_publishes_until
     assert wait_until(lambda: status().level == b"\x00", 10.0), status()
 
 
-def test_a_killed_pressing_pendant_keeps_the_estop_engaged_until_released_and_a_restarted_node_starts_engaged(
+def test_a_killed_pressing_pendant_keeps_the_estop_engaged_until_released_a_restarted_node_starts_engaged_and_a_flood_delays_no_press(
         ros, policy_node, platform, pendants):
     ns = "/estop_arm2"
     process, arm, planner = _start_node(ros, policy_node, platform, ns)
@@ -216,13 +243,88 @@ def test_a_killed_pressing_pendant_keeps_the_estop_engaged_until_released_and_a_
     dashboard = pendants(f"{ns}/estop", False)  # a live publisher's false releases no lost press
     dashboard.say(False)
     assert "went away while pressing" in planner.rejected("pick up the red cube", max_seconds=2.0)
+    assert wait_until(lambda: _all_heard(status()) and len(_publishers(status())) == 2, 10.0), status()
     answer = _release(planner, ns)
     assert answer.success and "lost press" in answer.message, answer.message
     _moves(planner)
 
-    # A node restarted now (the dashboard's latched false still there) starts engaged.
+    # A node restarted now (the dashboard's latched false still there) starts engaged; the same node
+    # then holds against an unheard publisher, a truncated message and a flood (one node for both).
     process.stop()
-    _start_node(ros, policy_node, platform, ns, arm=arm, planner=planner)
+    process, _, _ = _start_node(ros, policy_node, platform, ns, arm=arm, planner=planner, diagnostics_period_s=0.2)
     assert "not released since the node started" in planner.rejected("pick up the red cube", max_seconds=2.0)
-    assert _release(planner, ns).success
-    _moves(planner)
+    assert wait_until(lambda: "not released since" in status().message and _all_heard(status()), 10.0), status()
+    _unheard_truncated_and_flooding_publishers(process, arm, planner, status, pendants, ns)
+
+
+PRESSES = 20
+PERIOD_S = 1 / 15  # the control period of the platform's default model (pi05-droid, 15 Hz)
+FLOOD_HZ = 1000
+
+
+def _unheard_truncated_and_flooding_publishers(process, arm, planner, status, pendants, ns: str) -> None:
+    """On a node not released since it started: the release refused while a listed publisher has
+    sent nothing; a truncated message presses; PRESSES presses beside a FLOOD_HZ flood of false,
+    each held within two periods."""
+    topic = f"{ns}/estop"
+    others = len(_publishers(status()))
+
+    # A publisher listed but not heard yet: its latched value may be a press on its way, so the
+    # release is refused (it released a lost press 1 s before a new publisher's latched true arrived).
+    quiet = pendants(topic, None)
+    assert wait_until(lambda: "silent" in _publishers(status()).values(), 10.0), status()
+    answer = _release(planner, ns)
+    assert not answer.success and "has sent nothing since it appeared" in answer.message, answer.message
+    assert "not released since the node started" in planner.rejected("pick up the red cube", max_seconds=2.0)
+    quiet.say(True)  # its press arrives
+    assert wait_until(lambda: "presses it" in status().message, 10.0), status()
+    assert not _release(planner, ns).success
+    quiet.say(False)
+    assert wait_until(lambda: _all_heard(status()) and "presses it" not in status().message, 10.0), status()
+    answer = _release(planner, ns)
+    assert answer.success and "the start latch" in answer.message, answer.message
+
+    # A message that cannot be decoded presses, for its publisher, logged once.
+    garbled = pendants(topic, "truncated")
+    assert wait_until(lambda: "presses it" in status().message, 10.0), status()
+    assert "pressing (a message that could not be decoded)" in _publishers(status()).values(), _publishers(status())
+    assert "presses it" in planner.rejected("pick up the red cube", max_seconds=2.0)
+    garbled.say("truncated")
+    garbled.say(False)  # its own false releases its own press
+    assert wait_until(lambda: status().level == b"\x00", 10.0), status()
+    assert len([line for line in process.output().splitlines() if "could not be decoded" in line]) == 1, \
+        process.output()[-3000:]
+
+    # A dashboard floods latched false at 1 kHz; a pendant presses during running goals.
+    pendants(topic, f"flood:{FLOOD_HZ}")
+    pendant = pendants(topic, False)
+    assert wait_until(lambda: any("flooding" in v for v in _publishers(status()).values()), 10.0), status()
+    assert wait_until(lambda: _all_heard(status()) and len(_publishers(status())) == others + 4, 10.0), status()
+    assert status().level == b"\x01" and "floods it at" in status().message, status()  # WARN, naming its rate
+    late = []
+    for _ in range(PRESSES):
+        arm.forget()
+        sent = _accepted(planner)
+        assert wait_until(lambda: len(arm.sent_at) >= 2, 10.0), "the goal never moved the arm"
+        pressed_s = pendant.say(True)
+        result = Planner.result(sent).result
+        assert result.status == Act.Result.STATUS_ESTOP, result.message
+        assert wait_until(lambda result=result: len(arm.sent_at) >= result.outcome.actions + 1, 10.0)
+        late.append(max(arm.sent_at) - pressed_s)  # the hold, by the node's stamp, after the press
+        pendant.say(False)
+    p99 = sorted(late)[math.ceil(0.99 * len(late)) - 1]
+    assert p99 < 2 * PERIOD_S, f"press to hold beside a {FLOOD_HZ} Hz flood, s, in order: {[round(x, 4) for x in late]}"
+    assert all(x > 0 for x in late), late
+    assert any("flooding" in v for v in _publishers(status()).values()), "the flood went on throughout"
+
+
+def _accepted(planner: Planner, timeout_s: float = 10.0):
+    """A goal the node accepts, sent again while it still refuses (the e-stop's release, a
+    pendant's false, may not have reached it yet); each refusal is answered at once."""
+    sent: List[Optional[object]] = [None]
+
+    def send() -> bool:
+        sent[0] = planner._send("pick up the red cube", 30.0, 0, None)
+        return sent[0].handle.accepted
+    assert wait_until(send, timeout_s, poll_s=0.02), f"goals refused: {planner.refusals[-1:]}"
+    return sent[0]

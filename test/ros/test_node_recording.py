@@ -7,8 +7,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from eventually import wait_until
@@ -98,7 +100,24 @@ def test_each_goal_is_recorded_to_its_own_file_and_a_killed_node_leaves_a_readab
 
     assert [list(row) for row in command_series(record)[1]] == published
 
-    # 2. A node killed with SIGKILL mid-goal: its file reads back up to the last complete chunk.
+    # 2. record_dir deleted mid-goal: writes to the file go nowhere, so the outcome says the file
+    # went (with its folder), logged once at ERROR; the goal runs on to its end.
+    goal = planner.send("pick up the red cube", max_seconds=30.0, max_actions=40)
+    assert wait_until(lambda: list(folder.glob("*.mcap")) != [Path(path)] and len(list(folder.glob("*.mcap"))) == 2,
+                      20.0), "no file for the goal"
+    assert wait_until(lambda: len(arm.command_log()) >= len(received) + 10, 20.0)
+    shutil.rmtree(folder)
+    result = Planner.result(goal).result
+    assert result.outcome.reason == "completed", result.message
+    error = result.outcome.recording_error
+    assert f"{result.outcome.recording} was deleted while it was being written" in error, error
+    assert f"its folder {folder} is gone too" in error, error
+    logged = [line for line in process.output().splitlines()
+              if line.startswith("[ERROR]") and "was deleted while it was being written" in line]
+    assert len(logged) == 1, logged
+    folder.mkdir()
+
+    # 3. A node killed with SIGKILL mid-goal: its file reads back up to the last complete chunk.
     planner.send("pick up the red cube", max_seconds=60.0)
     second = wait_until(lambda: [p for p in folder.glob("*.mcap") if str(p) != path], 20.0)
     assert second, "no file for the second goal"

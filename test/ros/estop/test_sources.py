@@ -1,10 +1,12 @@
 """Who holds the e-stop (estop/sources.py), on a set clock: a press is released only by its own
 publisher's false; a publisher that went away while pressing leaves a lost press that only the
-explicit release frees; the start latch; the heartbeat; a publisher that cannot connect."""
+explicit release frees; the start latch; the heartbeat; a publisher that cannot connect; the
+release refused while a listed publisher has sent nothing yet; a message that could not be decoded
+presses; a publisher faster than FLOOD_HZ is shown flooding, with its rate."""
 
 from __future__ import annotations
 
-from sequence_ai_ros.estop.sources import GONE_KEPT, UNLISTED_GRACE_S, EStopSources
+from sequence_ai_ros.estop.sources import FLOOD_HZ, GONE_KEPT, RATE_WINDOW_S, UNLISTED_GRACE_S, EStopSources
 
 A, B = b"A" * 16, b"B" * 16
 
@@ -105,3 +107,53 @@ def test_gone_publishers_that_hold_nothing_are_forgotten_beyond_a_few_and_lost_p
     estop.listed({})
     kept = estop.sources()
     assert A in {s.gid for s in kept} and len(kept) == GONE_KEPT + 1
+
+
+def test_the_release_is_refused_while_a_listed_publisher_has_sent_nothing_yet():
+    estop = sources()
+    estop.heard(A, True)
+    estop.listed({A: ("/pendant", True)})
+    estop.listed({})  # the pendant went away pressing: a lost press
+    estop.listed({B: ("/pendant2", True)})  # a new one is listed; its latched value has not arrived
+    ok, why = estop.release()
+    assert not ok and "/pendant2" in why and "has sent nothing since it appeared" in why, why
+    assert estop.engaged and "went away while pressing" in estop.holds()[0], "nothing was released"
+    estop.heard(B, True)  # its latched value: a press
+    assert not estop.release()[0]
+    estop.heard(B, False)
+    ok, why = estop.release()
+    assert ok and "the lost press of /pendant" in why and not estop.engaged
+
+
+def test_a_message_that_could_not_be_decoded_presses_for_its_publisher_until_its_own_false():
+    estop = sources()
+    estop.listed({A: ("/pendant", True)})
+    estop.heard(A, True, decoded=False)
+    assert estop.engaged and "presses it" in estop.holds()[0]
+    assert [s.state for s in estop.sources()] == ["pressing (a message that could not be decoded)"]
+    assert estop.sources()[0].undecodable == 1
+    estop.heard(A, False)
+    assert not estop.engaged and [s.state for s in estop.sources()] == ["released"]
+
+
+def test_a_publisher_faster_than_the_flood_rate_is_shown_with_its_rate_and_its_values_count_as_any():
+    clock = Clock()
+    estop = sources(clock=clock)
+    estop.listed({A: ("/pendant", True), B: ("/dashboard", True)})
+    estop.heard(A, False, count=1)
+    for _ in range(25):  # 1000 messages a second, a hundred a take
+        clock.s += RATE_WINDOW_S / 10
+        estop.heard(B, False, count=100)
+        estop.heard(A, False, count=1)
+    flooding = {s.gid: s for s in estop.sources()}[B]
+    assert flooding.flooding and 900 <= flooding.rate_hz <= 1100, flooding
+    states = {s.gid: s.state for s in estop.sources()}
+    assert states[B] == f"released; flooding: {flooding.rate_hz:.0f} messages/s (more than {FLOOD_HZ:g}/s)", states
+    assert states[A] == "released", states
+    assert not estop.engaged, "a flood of false presses nothing"
+    estop.heard(A, True)
+    assert estop.engaged, "and releases no other publisher's press"
+    estop.heard(B, False, count=5)
+    assert estop.engaged
+    clock.s += 2 * RATE_WINDOW_S  # it stopped: not flooding any more
+    assert not any(s.flooding for s in estop.sources())
