@@ -156,7 +156,7 @@ class PolicySocket:
                         raise
         except TimeoutError:
             self.close()
-            raise ServerTimeout(f"{self.url} sent no {what.split()[-1]} within {timeout_s:g}s; the connection was "
+            raise ServerTimeout(f"{self.url} sent no {what.split()[-1]} within {timeout_s:.1f}s; the connection was "
                                 "dropped so a late answer is never taken for the next one", 504) from None
         except (ws_errors.ConnectionClosed, OSError) as exc:
             self.close()
