@@ -39,6 +39,8 @@ def api_key_header(api_key: Optional[str]) -> Dict[str, str]:
 
 
 class OpenpiConnection:
+    max_in_flight = 1  # the server calls the policy one request at a time across all connections
+
     def __init__(self, *, url: str, card: Card, model: str, timeout_s: float, api_key: Optional[str] = None,
                  max_frame_bytes: Optional[int] = None):
         self.model = model

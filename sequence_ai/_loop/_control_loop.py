@@ -68,7 +68,7 @@ class ControlLoop:
         self.stalled_at: Optional[float] = None  # the stall in progress began then
         self._resets_at_start = refills.episode_resets
         self.prefetch = PrefetchRule(settings)
-        self.cadence = RequestCadence(settings.request_budget)
+        self.cadence = RequestCadence(settings.request_budget, refills.max_in_flight)
         self.arrivals = Arrivals(settings, refills, self.cadence, layout)
 
     # -- small helpers ---------------------------------------------------------------------

@@ -88,3 +88,13 @@ def test_interrupt_stops_the_run_and_it_holds(server):
         policy.interrupt()
         driver.join(10)
         assert result["outcome"].reason == "interrupted" and held == [1]
+
+
+def test_a_serial_server_is_never_sent_a_second_request_while_one_is_in_flight():
+    from sequence_ai._loop._budget import RequestCadence
+
+    common = dict(actions_left=30, deadline=None, buffered=10, hz=15.0, lead_s=0.9, latency_s=0.7)
+    assert RequestCadence(2.0).due(4.0, in_flight=1, **common)  # at 0.7 s the budget wants two in flight ...
+    serial = RequestCadence(2.0, max_in_flight=1)
+    assert not serial.due(4.0, in_flight=1, **common)  # ... but a server answering one at a time takes one
+    assert serial.due(4.0, in_flight=0, **common)
