@@ -18,7 +18,7 @@ from sequence_ai.platform.observation import LazyImages, PolicyInput
 from sequence_ai.platform.openpi_standin import ROW
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: a module-wide one would pin the module to one xdist worker (test/conftest.py)
 def server():
     with OpenpiServer("--latency-ms", "40") as running:
         yield running
