@@ -73,6 +73,15 @@ def _websockets() -> Any:
     return client
 
 
+def _queue_options(client: Any) -> Dict[str, Any]:
+    """websockets 14+: no keepalive pings (every wait is bounded here; a server blocked in inference
+    answers no ping) and at most one frame read ahead. 13 has neither option and reads one frame ahead."""
+    import inspect
+
+    parameters = inspect.signature(client.connect).parameters
+    return {"ping_interval": None, "max_queue": 1} if "max_queue" in parameters else {}
+
+
 class PolicySocket:
     def __init__(self, url: str, headers: Optional[Dict[str, str]] = None, *,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
@@ -97,8 +106,8 @@ class PolicySocket:
         self.close()
         try:
             conn = client.connect(self.url, additional_headers=self._headers or None, compression=None,
-                                  open_timeout=timeout_s, close_timeout=1.0, ping_interval=None,
-                                  max_size=self.max_frame_bytes, max_queue=1).__enter__()  # we close it ourselves
+                                  open_timeout=timeout_s, close_timeout=1.0, max_size=self.max_frame_bytes,
+                                  **_queue_options(client)).__enter__()  # closed by close(), not a with
         except ConnectionRefusedError:
             raise ServerNotUp(f"nothing accepts connections at {self.url} yet", 503, warming=True,
                               retry_after_s=1.0) from None

@@ -32,7 +32,8 @@ def test_a_server_killed_mid_run_and_restarted_is_reconnected_with_one_hold():
             driver.start()
             assert wait_until(lambda: len(arm.commands) >= 10, 20)
             server.kill()
-            assert wait_until(lambda: not policy._worker.connected, 20)  # the client saw the connection go
+            # the client saw the connection go and the arm ran out of rows: it holds until the server is back
+            assert wait_until(lambda: not policy._worker.connected and policy.progress().buffered == 0, 20)
             server.start()
             driver.join(60)
             outcome = result["outcome"]
