@@ -84,6 +84,17 @@ def _run(command: List[str], env: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def through_the_node(url: str, seconds: float) -> dict:
+    """One `act` goal through the policy node (policy_url: the server, model: the shipped card) on the
+    simulated arm, as bench_ros_latency.py runs it; {"error": why} without ROS."""
+    try:
+        import bench_ros_latency
+        import rclpy  # noqa: F401
+    except ImportError as exc:
+        return {"error": f"ROS not importable ({exc})"}
+    return bench_ros_latency.case(LATENCY_S, seconds, {"model": "pi05_droid"}, 500, policy_url=url)
+
+
 def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None) -> dict:
     """{"ours": figures, "peer": figures, "latency_s", "jitter"} (bench_latency.figures for each)."""
     from sequence_ai.platform.policies import sweep_goal
@@ -121,6 +132,8 @@ def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None) -
                     _plain_env(""))
         out["peer"] = bench_latency.figures(peer, moving=moving, from_s=from_s)
         log(f"  openpi server {LATENCY_S:.1f}s ±{JITTER:.0%}: peer {bench_latency.summary(out['peer'])}")
+        out["node"] = through_the_node(url, seconds)
+        log(f"  openpi server {LATENCY_S:.1f}s ±{JITTER:.0%}: node {out['node'].get('error') or bench_latency.summary(out['node'])}")
     finally:
         server.kill()
         server.wait(timeout=30)
@@ -146,7 +159,18 @@ def openpi_rows(result: dict) -> List[Row]:
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}×" if b else "—"
 
-    return [
+    node = result.get("node") or {"error": "not run"}
+    node_rows = [Row(f"{at}, through the node: {what}", "error: " + node["error"][:80], verdict="FAIL")
+                 for what in ("held share",)] if "error" in node else [
+        Row(f"{at}, through the node: held share", f"{node['held_share']:.1%}", f"{peer['held_share']:.1%}",
+            ratio(node["held_share"], peer["held_share"]), bound, verdict(node["held_share"] <= 0.01) if feeds else "—"),
+        Row(f"{at}, through the node: requests per second of motion", f"{node['requests_per_s']:.2f}",
+            f"{peer['requests_per_s']:.2f}", ratio(node["requests_per_s"], peer["requests_per_s"])),
+        Row(f"{at}, through the node: age p50 / lateness p50", f"{node['age_p50_s']:.3f} s / "
+            f"{node['lateness_p50_s']:.3f} s", f"{peer['age_p50_s']:.3f} s / {peer['lateness_p50_s']:.3f} s"),
+        Row(f"{at}, through the node: largest step ÷ median step", f"{node['step_ratio']:.2f}",
+            f"{peer['step_ratio']:.2f}")]
+    rows = [
         Row(f"{at}: held share", f"{ours['held_share']:.1%}", f"{peer['held_share']:.1%}",
             ratio(ours["held_share"], peer["held_share"]), bound,
             verdict(ours["held_share"] <= 0.01) if feeds else "—"),
@@ -160,6 +184,8 @@ def openpi_rows(result: dict) -> List[Row]:
         Row(f"{at}: moving-goal RMS", f"{ours['rms_rad']:.4f} rad", f"{peer['rms_rad']:.4f} rad",
             ratio(ours["rms_rad"], peer["rms_rad"]), "≤ 0.5× peer", verdict(ours["rms_rad"] <= 0.5 * peer["rms_rad"])),
     ]
+    rows.extend(node_rows)
+    return rows
 
 
 def main(argv: Optional[List[str]] = None) -> int:
