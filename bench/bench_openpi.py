@@ -46,13 +46,14 @@ ROWS_PER_CHUNK = 15  # pi05_droid's action_horizon
 PEER_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openpi_peer_driver.py")
 
 
-def _openpi_python() -> str:
+def _openpi_python(install: bool) -> Optional[str]:
+    """The openpi scratch venv's Python (made first when `install`), or None where there is none."""
     sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
     try:
         import scratch_venv
     finally:
         sys.path.pop(0)
-    return scratch_venv.ensure("openpi")
+    return scratch_venv.ensure("openpi") if install else scratch_venv.made("openpi")
 
 
 def _free_port() -> int:
@@ -95,11 +96,14 @@ def through_the_node(url: str, seconds: float) -> dict:
     return bench_ros_latency.case(LATENCY_S, seconds, {"model": "pi05_droid"}, 500, policy_url=url)
 
 
-def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None) -> dict:
-    """{"ours": figures, "peer": figures, "latency_s", "jitter"} (bench_latency.figures for each)."""
+def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None, install: bool = True) -> dict:
+    """{"ours", "peer", "node": figures (bench_latency.figures), "latency_s", "jitter"}, or {"skipped": why}
+    without the openpi scratch venv (made first when `install`)."""
     from sequence_ai.platform.policies import sweep_goal
 
-    openpi_python = _openpi_python()
+    openpi_python = _openpi_python(install)
+    if openpi_python is None:
+        return {"skipped": "the openpi scratch venv is not installed (scripts/workspace.sh scratch openpi)"}
     port = _free_port()
     url = f"ws://127.0.0.1:{port}"
     server = subprocess.Popen([openpi_python, "-m", "sequence_ai.platform.openpi_standin", "--port", str(port),
@@ -142,6 +146,8 @@ def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None) -
 
 def openpi_rows(result: dict) -> List[Row]:
     """The rows of `measure()` for the table: ours vs openpi-client + ActionChunkBroker, with the issue's goals."""
+    if "skipped" in result:
+        return [Row("openpi server: run() vs openpi-client", f"skipped: {result['skipped']}")]
     ours, peer = result.get("ours", {}), result.get("peer", {})
     at = f"openpi server {result['latency_s']:.1f} s ±{result['jitter']:.0%}"
     if "error" in ours or "error" in peer or not ours or not peer:
