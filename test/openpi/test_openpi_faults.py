@@ -135,3 +135,25 @@ def test_frames_that_are_not_openpis_are_clear_errors(metadata, answer, message,
             policy.predict(arm.observe())
         assert message in str(caught.value)
     assert server.headers[0]["authorization"] == "Api-Key k-123"  # the key from the environment, openpi's header
+
+
+def test_a_server_not_up_yet_is_the_warming_wait_and_the_run_starts_once_it_is():
+    server = OpenpiServer("--latency-ms", "40")  # its port chosen, nothing listening on it yet
+    warmed = []
+    try:
+        with sequence_ai.connect(model="pi05_droid", base_url=server.url, on_warming=lambda *a: warmed.append(a)) \
+                as policy:
+            arm = Arm(policy)
+            assert policy.ready() == (False, None)
+            result = {}
+            driver = threading.Thread(target=lambda: result.update(outcome=policy.run(
+                arm.observe, arm.act, max_actions=20, validate=ok, progress=False)))
+            driver.start()
+            assert wait_until(lambda: warmed, 20)  # refused: warming, told to on_warming
+            assert policy.progress().warming and arm.commands == []
+            server.start()
+            driver.join(60)
+            assert (result["outcome"].reason, result["outcome"].actions) == ("completed", 20)
+            assert policy.ready() == (True, None)
+    finally:
+        server.kill()
