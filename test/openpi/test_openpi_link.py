@@ -98,3 +98,17 @@ def test_a_serial_server_is_never_sent_a_second_request_while_one_is_in_flight()
     serial = RequestCadence(2.0, max_in_flight=1)
     assert not serial.due(4.0, in_flight=1, **common)  # ... but a server answering one at a time takes one
     assert serial.due(4.0, in_flight=0, **common)
+
+
+def test_a_run_against_an_openpi_server_records_like_any_other(server, tmp_path):
+    pytest.importorskip("mcap", reason="recording needs the [record] extra")
+    from sequence_ai.recording.reader import read_run
+    from sequence_ai.recording.summary import summarize
+
+    path = tmp_path / "run.mcap"
+    with sequence_ai.connect(model="pi05_droid", base_url=server.url) as policy:
+        arm = Arm(policy, "pick up the cup")
+        outcome = policy.run(arm.observe, arm.act, max_actions=30, validate=lambda a: True, progress=False,
+                             record=str(path))
+    summary = summarize(read_run(path))
+    assert (summary.actions, summary.answers, summary.failed) == (30, outcome.chunks, 0)
