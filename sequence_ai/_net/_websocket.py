@@ -26,6 +26,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Union
 
 from .._errors import AuthError, SequencesError, Unavailable
+from .._extras import install_hint
 
 __all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp", "ServerTimeout"]
 
@@ -68,8 +69,8 @@ def _websockets() -> Any:
     try:
         from websockets.sync import client
     except ImportError:
-        raise SequencesError("an openpi server (ws:// or wss://) needs the websocket client: "
-                             "pip install 'sequence-ai[openpi]' (websockets and msgpack)") from None
+        raise SequencesError(f"an openpi server (ws:// or wss://) needs a websocket client: {install_hint('openpi')}"
+                             ) from None
     return client
 
 
