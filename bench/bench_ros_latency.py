@@ -23,6 +23,7 @@ it played − the moment its row was for), p50 / max, from the goal's RunOutcome
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -41,8 +42,9 @@ BEFORE = {"lookahead": 1, "stitch": "align", **APPENDING}  # the node's loop bef
 
 
 def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: int,
-         log: Callable[..., None] = print) -> Dict[str, object]:
-    """One goal on a fresh platform, node and arm: the figures, or {"error": why}."""
+         log: Callable[..., None] = print, policy_url: Optional[str] = None) -> Dict[str, object]:
+    """One goal on a fresh platform, node and arm: the figures, or {"error": why}. `policy_url`: no
+    platform; the node drives the policy server there (an openpi server, bench_openpi.py)."""
     from rclpy.action import ActionClient
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
     from sensor_msgs.msg import Image, JointState
@@ -56,12 +58,17 @@ def case(latency_s: float, seconds: float, overrides: Dict[str, object], seed: i
     os.environ.update({k: v for k, v in ros_environment().items() if k.startswith(("ROS_", "RMW_", "FASTRTPS_"))})
     tmp = tempfile.mkdtemp(prefix="bench-ros-latency-")
     namespace = f"/latency_arm_{os.getpid()}_{seed}"
-    with common.bench_platform(latency_s, bench_latency.JITTER, seed=seed) as platform:
-        sim = NodeProcess("sim_robot", namespace=namespace, parameters=SIM, env=platform.env(),
+    server = (contextlib.nullcontext(None) if policy_url else
+              common.bench_platform(latency_s, bench_latency.JITTER, seed=seed))
+    with server as platform:
+        env = platform.env() if platform is not None else {}
+        if policy_url:
+            overrides = {**overrides, "policy_url": policy_url}
+        sim = NodeProcess("sim_robot", namespace=namespace, parameters=SIM, env=env,
                           log_path=os.path.join(tmp, "sim_robot.log"))
         node_process = NodeProcess("policy_node", namespace=namespace, params_files=[config_path("policy.yaml")],
                                    parameters={**NODE, **overrides},
-                                   env=platform.env(),
+                                   env=env,
                                    log_path=os.path.join(tmp, "policy_node.log"))
         spun = Spinning()
         planner = spun.create_node("bench_planner")

@@ -42,6 +42,9 @@ def generate_launch_description():
                               description="Requests per second of motion with take_over, 0-30 (0: the client's "
                                           "default); overrides the params file's request_budget; empty: the "
                                           "params file decides"),
+        DeclareLaunchArgument("policy_url", default_value="",
+                              description="Policy server: ws://host:port for an openpi server (model: a card "
+                                          "such as pi05_droid); empty: the params file decides"),
         OpaqueFunction(function=_policy_node),
     ])
 
@@ -51,6 +54,9 @@ def _policy_node(context):
     record_dir = LaunchConfiguration("record_dir").perform(context)
     if record_dir:  # only when given: an empty default must not clear the params file's
         overrides["record_dir"] = os.path.expanduser(record_dir)
+    policy_url = LaunchConfiguration("policy_url").perform(context)
+    if policy_url:
+        overrides["policy_url"] = policy_url
     take_over = LaunchConfiguration("take_over").perform(context)
     if take_over:
         overrides["take_over"] = take_over == "true"

@@ -20,6 +20,7 @@ EXTRAS: Dict[str, Tuple[str, ...]] = {
     "replay": ("mcap>=1.6,<2", "mcap-ros2-support>=0.6,<1", "matplotlib>=3.5"),
     "lerobot": ("mcap>=1.6,<2", "mcap-ros2-support>=0.6,<1", "lerobot[dataset]>=0.6,<0.7"),
     "physics": ("mujoco>=3.2", "gymnasium-robotics>=1.4", "numpy>=1.23", "pillow>=10"),
+    "openpi": ("websockets>=13", "msgpack>=1.0", "pillow>=10", "numpy>=1.23"),
 }
 
 

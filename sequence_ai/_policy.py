@@ -18,8 +18,7 @@ from ._act._request import ObservationCheck
 from ._catalogue._model_row import ModelRow
 from ._console import status_line, warming_line, warn_user
 from ._errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
-from ._link._telemetry import TelemetrySender
-from ._link._worker import WorkerConnection
+from ._link._links import open_link
 from ._loop._control_loop import ControlLoop
 from ._loop._driver import DriverGuard
 from ._loop._instruction import InstructionLatch
@@ -28,7 +27,6 @@ from ._loop._outcome import RunOutcome, RunProgress
 from ._loop._pacing import Pacer
 from ._loop._refill import InFlight, Refills
 from ._loop._settings import AUTO, RunSettings, check_max_seconds
-from ._net._http import gateway_call, gateway_client, require_api_key, resolve_base_url, telemetry_client
 from ._waiting import Interrupted, InterruptFlag, Waiter
 from ._warming import NotReady, WarmWait, eta_of, poll_every
 from ._wire import Model
@@ -51,27 +49,23 @@ def _warn_no_validate() -> None:
 class Policy:
     """A handle on one act model. Not shared between control loops: one Policy per robot arm."""
 
-    def __init__(self, model: str, *, api_key: str, base_url: str, timeout_s: float, startup_timeout_s: float,
-                 on_warming: Optional[Callable[[float, float], Any]], validate: str, embodiment: Optional[str],
-                 expect: Optional[Mapping[str, Any]], seed: Optional[int], control_hz: Optional[float] = None):
+    def __init__(self, model: str, *, link: Any, timeout_s: float, startup_timeout_s: float,
+                 on_warming: Optional[Callable[[float, float], Any]], validate: str, seed: Optional[int],
+                 control_hz: Optional[float] = None):
         if not isinstance(model, str) or not model:
             raise InvalidRequest("model must be a non-empty string")
         self.model = model
-        self._base_url = base_url
+        self._link = link  # _link._links: the Sequences platform or an openpi server, chosen by connect()
         self._timeout_s = timeout_s
         self._startup_timeout_s = startup_timeout_s
         self._on_warming = on_warming
         self._control_hz = control_hz
         check = ObservationCheck(validate)
-        self._gateway = gateway_client(base_url, api_key, timeout_s)
-        self._telemetry = TelemetrySender(telemetry_client(base_url, api_key, min(timeout_s, 10.0)))
-        self._worker = WorkerConnection(gateway=self._gateway, base_url=base_url, model=model,
-                                        timeout_s=timeout_s, embodiment=embodiment, expect=expect)
+        self._worker = link.worker
         self._interrupt = InterruptFlag()
         self._waiter = Waiter(self._interrupt)
-        self._model_row = ModelRow(model, lambda: gateway_call("GET", base_url, "/v1/models?endpoint=act", api_key=None,
-                                                               timeout_s=timeout_s, client=self._gateway), self._waiter)
-        self._refills = Refills(model=model, worker=self._worker, telemetry=self._telemetry, check=check,
+        self._model_row = ModelRow(model, link.catalogue, self._waiter)
+        self._refills = Refills(model=model, worker=self._worker, telemetry=link.telemetry, check=check,
                                 row=self._model_row.lookup, cached_row=self._model_row.cached, waiter=self._waiter,
                                 seed=seed)
         self._latch = InstructionLatch()
@@ -96,9 +90,7 @@ class Policy:
             return
         self._closed = True
         self._refills.close()
-        self._worker.close()
-        self._telemetry.close()
-        self._gateway.close()
+        self._link.close()
 
     def __repr__(self) -> str:
         return f"Policy(model={self.model!r}, buffered={self.buffered})"
@@ -112,8 +104,7 @@ class Policy:
     # -- readiness -------------------------------------------------------------------------
 
     def _ready_answer(self) -> Dict[str, Any]:
-        answer = gateway_call("GET", self._base_url, f"/v1/act/ready?model={self.model}", api_key=None,
-                              timeout_s=self._timeout_s, client=self._gateway)
+        answer = self._link.ready_answer(self.model)
         if not isinstance(answer, dict):
             raise SequencesError("malformed /v1/act/ready answer")
         return answer
@@ -340,8 +331,11 @@ def connect(model: str, *, api_key: Optional[str] = None, base_url: Optional[str
             validate: str = "warn", embodiment: Optional[str] = None, expect: Optional[Mapping[str, Any]] = None,
             seed: Optional[int] = None, control_hz: Optional[float] = None) -> Policy:
     """A Policy for `model`. Sends nothing: the key is checked locally (AuthError if missing)
-    and the first request admits the session. Use it as a context manager."""
-    base_url = resolve_base_url(base_url)  # first: "mock" starts the local platform, whose key needs none
-    return Policy(model, api_key=require_api_key(api_key, base_url), base_url=base_url, timeout_s=timeout_s,
+    and the first request admits the session. Use it as a context manager. A `base_url` of
+    ws://host:port (or wss://) is an openpi policy server, and `model` a model card: a shipped
+    one's name (`pi05_droid`) or a card file (README, "An openpi server on another machine")."""
+    link = open_link(model, api_key=api_key, base_url=base_url, timeout_s=timeout_s, embodiment=embodiment,
+                     expect=expect)
+    return Policy(model, link=link, timeout_s=timeout_s,
                   startup_timeout_s=startup_timeout_s, on_warming=on_warming, validate=validate,
-                  embodiment=embodiment, expect=expect, seed=seed, control_hz=control_hz)
+                  seed=seed, control_hz=control_hz)

@@ -77,6 +77,7 @@ class PolicyNode(Node):
         # The policy service: catalogue row first (no worker yet), so a wrong set-up fails here.
         self.policy = sequence_ai.connect(
             model=c.model, startup_timeout_s=c.startup_timeout_s, timeout_s=c.request_timeout_s,
+            base_url=c.policy_url or None,  # ws:// names an openpi server (model: its card)
             on_warming=lambda waited_s, eta_s: self.warmup.on_warming(waited_s, eta_s),
         )
         self.model = self.policy.spec()

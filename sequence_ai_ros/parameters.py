@@ -85,6 +85,10 @@ class Parameter:
 # Defaults describe a DROID Franka on ros2_control; config/policy.yaml says the same in prose.
 PARAMETERS: Dict[str, Parameter] = {
     "model": Parameter("pi05-droid", "Catalogue id of the policy (sequence-ai models lists them)"),
+    "policy_url": Parameter(
+        "", "Policy server: empty = $SEQUENCES_BASE_URL or the Sequences platform; ws://host:port (or "
+            "wss://) = an openpi server, model then naming a model card (pi05_droid) or a card file; its "
+            "key only from $OPENPI_API_KEY"),
     "camera_views": Parameter(
         ["exterior_1", "wrist_left"],
         "Model view names, in the order of camera_topics; every view the model declares must "

@@ -109,7 +109,7 @@ def test_the_node_uses_only_the_public_client():
 # The root base and the face are floors of several root modules; the wings between them are the
 # private subpackages, in the order they use each other.
 ROOT_BASE = ("_errors", "_extras", "_version", "_wire", "_waiting", "_console", "_warming")
-WINGS = ("_net", "_link", "_catalogue", "_vision", "_act", "_loop")
+WINGS = ("_net", "_cards", "_link", "_catalogue", "_vision", "_act", "_loop")
 ABOVE_THE_WINGS = ("_oneshot", "recording")  # use the wings; below the face; not each other
 
 

@@ -38,15 +38,19 @@ ROSDEP_KEYS = {
 }
 # import name -> the extra whose pip command installs it (no rosdep key: rosdistro's rosdep/python.yaml)
 PIP_ONLY = {"mcap": "record", "mcap_ros2": "record", "lz4": "record", "zstandard": "record",
-            "mujoco": "physics"}  # sim_robot's `physics: mujoco` (a simulated arm, never a real one's node)
+            "mujoco": "physics",
+            # policy_url: ws://… (an openpi server): rosdep's python3-websockets was not checked to have the
+            # synchronous client (websockets 11+), so the README names the pip command
+            "websockets": "openpi", "msgpack": "openpi"}  # sim_robot's `physics: mujoco` (a simulated arm, never a real one's node)
 NOT_ON_A_ROBOT = {
     "matplotlib": "the timeline picture (recording/timeline.py): `sequence-ai replay --plot` and the demo",
     "sequence_ai.platform": "the local platform the demo starts (tools/demo.py), the [serve] extra",
     "yaml": "the demo's parameter file for the physical arm (tools/demo.py --physics)",
 }
 # pip's name of each package an extra the node uses installs -> its import name
-IMPORT_NAMES = {"pillow": "PIL", "numpy": "numpy", "mcap": "mcap", "mcap-ros2-support": "mcap_ros2"}
-NODE_EXTRAS = ("image", "record")
+IMPORT_NAMES = {"pillow": "PIL", "numpy": "numpy", "mcap": "mcap", "mcap-ros2-support": "mcap_ros2",
+                "websockets": "websockets", "msgpack": "msgpack"}
+NODE_EXTRAS = ("image", "record", "openpi")
 
 
 def _face() -> Set[str]:
@@ -129,7 +133,8 @@ def test_what_rosdep_cannot_install_is_named_in_package_xml_too():
 def test_the_pip_only_packages_are_the_record_extra_and_what_it_pulls_in():
     pulled = {re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0] for r in importlib.metadata.requires("mcap") or ()}
     assert {name for name, extra in PIP_ONLY.items() if extra == "record" and name not in ("mcap", "mcap_ros2")} == pulled
-    assert {name for name, extra in PIP_ONLY.items() if extra != "record"} == {"mujoco"}  # sim_robot's physics
+    assert {name for name, extra in PIP_ONLY.items() if extra == "physics"} == {"mujoco"}  # sim_robot's physics
+    assert {name for name, extra in PIP_ONLY.items() if extra == "openpi"} == {"websockets", "msgpack"}
 
 
 def test_package_xml_is_a_manifest_colcon_and_rosdep_read():

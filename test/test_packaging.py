@@ -61,7 +61,7 @@ def test_pip_install_into_clean_venv_brings_only_httpx(tmp_path):
         check=True, env=environment, cwd=tmp_path, capture_output=True, text=True,
     )
     extras, requires, python_versions = json.loads(metadata.stdout)
-    assert extras == ["image", "lerobot", "physics", "record", "replay", "serve"] and python_versions == ">=3.9"
+    assert extras == ["image", "lerobot", "openpi", "physics", "record", "replay", "serve"] and python_versions == ">=3.9"
     assert [r for r in requires if "extra ==" not in r] == ["httpx<1,>=0.22"]
     # A requirement on the 0.20 client is met by this one as installed: pip does not go looking for
     # (and swap it for) the different project an index holds under this name.

@@ -30,6 +30,9 @@ CLIENT_TEST_NAMES = ("test_parity", "test_observation", "test_encode", "test_act
                      "test_run_basic", "test_sim", "test_mock")
 CLIENT_TESTS = [str(path.relative_to(ROOT)) for name in CLIENT_TEST_NAMES
                 for path in (ROOT / "test" / "client").rglob(f"{name}.py")]
+# The openpi link on this Python, against openpi's real server (in its own 3.11 scratch venv).
+CLIENT_TESTS += [f"test/openpi/{name}.py" for name in ("test_cards", "test_msgpack_numpy", "test_openpi_link")]
+EXTRAS = "serve,image,openpi"
 TEST_TOOLS = ["pytest>=7", "pytest-timeout", "setuptools>=77", "wheel"]
 
 
@@ -64,14 +67,14 @@ def _venv_with_client(series: str, python: str) -> Path:
     venv = CACHE / series
     bin_dir = venv / "bin"
     ready = venv / ".dependencies-installed"
-    if not ready.exists():
+    if not ready.exists() or ready.read_text().strip() != EXTRAS:
         shutil.rmtree(venv, ignore_errors=True)
         created = _run([python, "-m", "venv", venv], timeout=120)
         assert created.returncode == 0, created.stderr
-        installed = _run([bin_dir / "python", "-m", "pip", "install", "--quiet", f"{ROOT}[serve,image]", *TEST_TOOLS],
+        installed = _run([bin_dir / "python", "-m", "pip", "install", "--quiet", f"{ROOT}[{EXTRAS}]", *TEST_TOOLS],
                          timeout=900, cwd=CACHE)
         assert installed.returncode == 0, installed.stderr[-3000:]
-        ready.write_text("ok\n")
+        ready.write_text(EXTRAS + "\n")
         (venv / ".client-source").write_text(_source_hash())
     marker, current = venv / ".client-source", _source_hash()
     if not marker.exists() or marker.read_text() != current:
@@ -88,7 +91,7 @@ def test_client_passes_on_python(series):
     python = _interpreter(series)
     if python is None:
         pytest.skip(f"no Python {series} here (looked in ~/.pyenv/versions/{series}.* and for python{series} on PATH)")
-    assert len(CLIENT_TESTS) == len(CLIENT_TEST_NAMES), f"a client test moved or went: {CLIENT_TESTS}"
+    assert len(CLIENT_TESTS) == len(CLIENT_TEST_NAMES) + 3, f"a client test moved or went: {CLIENT_TESTS}"
     CACHE.mkdir(exist_ok=True)
     venv = _venv_with_client(series, python)
     probe = _run([venv / "bin" / "python", "-c", "import sys, sequence_ai; print(sys.version_info[:2], sequence_ai.__file__)"],

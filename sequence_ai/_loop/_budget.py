@@ -80,8 +80,9 @@ class RequestCadence:
     request more than an interval late (a stall, the in-flight cap) or early (the lead's) starts the
     schedule afresh from its start."""
 
-    def __init__(self, budget: Optional[float]):
+    def __init__(self, budget: Optional[float], max_in_flight: Optional[int] = None):
         self.budget = budget
+        self.max_in_flight = max_in_flight  # the server's limit (Refills.max_in_flight); None: none
         self.last_started: Optional[float] = None
         self._learned = budget is not None  # the user's, or the first chunk's: kept from then on
 
@@ -132,8 +133,10 @@ class RequestCadence:
     def in_flight_cap(self, latency_s: Optional[float]) -> int:
         """As many requests at once as the budget needs at this latency: one while a refill takes
         well under 1/budget (a request slow to come back — a reconnect — is not joined by more),
-        else one more than L·budget, at most MAX_IN_FLIGHT_BUDGET."""
+        else one more than L·budget, at most MAX_IN_FLIGHT_BUDGET — and never more than the server
+        takes at once (a serial one: a second request would only queue there, its observation aging)."""
         if latency_s is None or self.budget is None:
             return 1
         need = latency_s * self.budget
-        return 1 if need <= 0.75 else min(MAX_IN_FLIGHT_BUDGET, in_flight_for(latency_s, self.budget) + 1)
+        cap = 1 if need <= 0.75 else min(MAX_IN_FLIGHT_BUDGET, in_flight_for(latency_s, self.budget) + 1)
+        return cap if self.max_in_flight is None else min(cap, self.max_in_flight)

@@ -90,6 +90,12 @@ class Refills:
         self.closed = False
 
     @property
+    def max_in_flight(self) -> Optional[int]:
+        """How many requests the server behind the worker answers at once (an openpi server: 1,
+        one at a time across all its connections); None: as many as the schedule starts."""
+        return getattr(self.worker, "max_in_flight", None)
+
+    @property
     def episode_resets(self) -> int:
         """Worker changes that reset the episode, over this Policy's life."""
         return self.worker.episode_resets

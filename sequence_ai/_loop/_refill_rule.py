@@ -132,7 +132,7 @@ class TakingOver(RefillRule):
     def __init__(self, settings: RunSettings, refills: Refills, layout: Callable[[], Optional[dict]],
                  deadline: Optional[float]):
         super().__init__(settings, refills, layout, deadline)
-        self.cadence = RequestCadence(settings.request_budget)
+        self.cadence = RequestCadence(settings.request_budget, refills.max_in_flight)
         # Before the first chunk (a run after predict(), or on a known model): the catalogue's
         # rate and window set the cadence, so the second request does not wait for the first answer.
         hz, (window, rows) = refills.hz, refills.catalogue_window()

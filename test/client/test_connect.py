@@ -59,7 +59,7 @@ def test_one_admission_and_one_connection_serve_a_whole_run(platform):
     reports = []
     with policy_for(platform) as policy:
         policy.run(**run_kwargs(robot), max_actions=40)
-        policy._telemetry.close()  # flush
+        policy._link.telemetry.close()  # flush
     reports = platform.reports()
     assert sum(_gateway(platform)["POST /v1/act/connect"].values()) == 1
     first = [r["client"]["first_after_connect"] for r in reports]

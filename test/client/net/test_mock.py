@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent("""
     account = sequence_ai.account()
     from sequence_ai._net import _mock
     print(json.dumps({{"steps": len(prediction.action_chunk), "rows": rows, "balance": account["balance"],
-                      "platform_pid": _mock.local_platform().pid, "base_url": policy._base_url,
+                      "platform_pid": _mock.local_platform().pid, "base_url": policy._link.base_url,
                       "imported_platform": any(m.startswith("sequence_ai.platform") for m in sys.modules)}}),
           flush=True)
     if "--linger" in sys.argv:
