@@ -35,7 +35,7 @@ def _eta_text(eta_s: float) -> str:
 
 
 def warming_line(waited_s: float, eta_s: float) -> None:
-    """The default on_warming (WIRE.md §7.5): one line on stdout per warm-wait sleep."""
+    """The default on_warming (docs/PROTOCOL.md §7.5): one line on stdout per warm-wait sleep."""
     global _line_open
     with _lock:
         if _line_open:

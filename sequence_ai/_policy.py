@@ -4,7 +4,7 @@
         out = policy.run(observe=robot.read, act=robot.apply, validate=robot.is_safe,
                          hold=robot.hold, max_actions=250)
 
-connect() sends nothing (WIRE.md §6.1); the first request admits the session through the gateway
+connect() sends nothing (docs/PROTOCOL.md §6.1); the first request admits the session through the gateway
 and then talks to the worker directly over one pinned, kept-alive connection.
 """
 
@@ -140,7 +140,7 @@ class Policy:
                               warming=True, retry_after_s=warm.eta_s) from None
 
     def _warm_wait(self, budget_s: float, on_warming: Optional[Callable[[float, float], Any]] = None) -> WarmWait:
-        """A wait for a cold worker before the first action (WIRE.md §7.5), on this Policy's
+        """A wait for a cold worker before the first action (docs/PROTOCOL.md §7.5), on this Policy's
         interruptible sleep; `on_warming` (a run's own) before connect()'s, else the warming line."""
         return WarmWait(budget_s, self._waiter.sleep, on_warming or self._on_warming or warming_line, warn=True)
 

@@ -3,7 +3,7 @@
 Everything the driving thread waits for — a refill in flight, a warm-wait sleep, the catalogue
 lookup — goes through one `Waiter` per Policy. It sleeps on a condition that the interrupt flag
 and every finishing fetch notify, so an interrupt wakes it at once rather than at the next poll
-(WIRE.md §7.12 asks for a 20 ms poll; this is event-driven instead).
+(docs/PROTOCOL.md §7.12 asks for a 20 ms poll; this is event-driven instead).
 
 `InterruptFlag` is the flag itself: threading.Event's set/clear/is_set/wait on a raw lock that is
 held while the flag is down, so the pacer's once-per-action sleep on it is one C call.

@@ -1,4 +1,4 @@
-"""Waiting out a cold model: the one warm-until-ready wait (WIRE.md §7.5, §7.14, §4.9).
+"""Waiting out a cold model: the one warm-until-ready wait (docs/PROTOCOL.md §7.5, §7.14, §4.9).
 
 A call that answers "warming" (an `Unavailable` with `warming=True`) is made again after a pause,
 until it serves or the budget runs out; any other error ends the wait at once. Every wait for a

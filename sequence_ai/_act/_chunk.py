@@ -1,4 +1,4 @@
-"""What the worker answers: an `ActionChunk` inside a `Prediction` (WIRE.md §5.1).
+"""What the worker answers: an `ActionChunk` inside a `Prediction` (docs/PROTOCOL.md §5.1).
 
 `parse_prediction` is the only door from worker JSON into the client. Anything malformed — not an
 object, a missing required field, a non-numeric value, a ragged or empty chunk, NaN or infinity —

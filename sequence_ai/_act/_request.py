@@ -1,4 +1,4 @@
-"""What goes on the wire for one observation (WIRE.md §5.1, §7.2, §7.3, §7.11).
+"""What goes on the wire for one observation (docs/PROTOCOL.md §5.1, §7.2, §7.3, §7.11).
 
 Applies the model's catalogue check to the observation at send time — warn, strict or off (the
 check itself runs once per observation: `_vision._observation.checked`) — trims frames the model
@@ -31,7 +31,7 @@ def new_rid() -> str:
 
 
 def in_force(observation: Any, instruction: Optional[str]) -> Tuple[Any, Optional[str]]:
-    """The observation to send with `instruction` on it (the one set on the Policy, WIRE.md §7.11),
+    """The observation to send with `instruction` on it (the one set on the Policy, docs/PROTOCOL.md §7.11),
     and the instruction it carries: `instruction`, or when none is set, the observation's own."""
     if instruction is not None:
         if isinstance(observation, Observation):

@@ -1,4 +1,4 @@
-"""The catalogue row of one Policy's model: fetched once, on the act catalogue (WIRE.md §7.2).
+"""The catalogue row of one Policy's model: fetched once, on the act catalogue (docs/PROTOCOL.md §7.2).
 
 `spec()` (the public `Policy.spec()`) fetches it or raises; `lookup()` is the send-time check's
 view: the row, or None once a lookup failed (checking is then off), fetched on a background

@@ -1,4 +1,4 @@
-"""Admission: `POST /v1/act/connect` and what its answer means (WIRE.md §4.5, §6.3).
+"""Admission: `POST /v1/act/connect` and what its answer means (docs/PROTOCOL.md §4.5, §6.3).
 
 The answer's coordinates (worker URL, certificate pin, direct secret) and lease become a `Grant`;
 nothing of the answer is ever echoed into an error message, because it carries the secret.

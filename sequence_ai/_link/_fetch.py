@@ -1,4 +1,4 @@
-"""A refill in flight: one HTTP call on a background thread, abandonable (WIRE.md §7.7, §7.12).
+"""A refill in flight: one HTTP call on a background thread, abandonable (docs/PROTOCOL.md §7.7, §7.12).
 
 Only the HTTP call runs here; observe/validate/act stay on the driving thread. A fetch gets a
 thread of its own, so an abandoned fetch (after an interrupt) never delays the next one. The

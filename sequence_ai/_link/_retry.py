@@ -1,4 +1,4 @@
-"""What the worker connection does after each `/act` attempt, and how long it waits (WIRE.md §6.5,
+"""What the worker connection does after each `/act` attempt, and how long it waits (docs/PROTOCOL.md §6.5,
 §6.6).
 
 The decision is a value, apart from what sends: `Retry` holds what one logical request has spent

@@ -1,4 +1,4 @@
-"""Client telemetry: batched `POST /v1/reports/act` from a background thread (WIRE.md §4.6).
+"""Client telemetry: batched `POST /v1/reports/act` from a background thread (docs/PROTOCOL.md §4.6).
 
 Never blocks the control loop and never raises: reports go into a bounded queue (oldest dropped),
 a daemon thread posts batches of at most 64 every 5 s (sooner when 64 are waiting), and every

@@ -1,5 +1,5 @@
 """The connection to the worker: admission, lease renewal, reconnect-and-replay, busy retry and
-episode remapping (WIRE.md §5, §6).
+episode remapping (docs/PROTOCOL.md §5, §6).
 
 One `WorkerConnection` per Policy. Its `act()` is one logical request, bounded as a whole by its
 timeout: several HTTP attempts may share its request id. In layers: `act` sets the deadline and

@@ -1,4 +1,4 @@
-"""The local action buffer (WIRE.md §7.4): rows waiting to be executed, oldest first.
+"""The local action buffer (docs/PROTOCOL.md §7.4): rows waiting to be executed, oldest first.
 
 A chunk's rows replace the buffer (lookahead 1, predict()) or are appended to it (lookahead > 1,
 and the pipelined default); how they meet the motion in progress is `_stitch.py`'s business.

@@ -1,4 +1,4 @@
-"""One run of the control loop (WIRE.md §7.6–§7.13).
+"""One run of the control loop (docs/PROTOCOL.md §7.6–§7.13).
 
     while actions < max_actions:
         refill if the buffer is empty      (blocking; warm-wait before the first action; underruns)

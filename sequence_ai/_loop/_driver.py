@@ -1,4 +1,4 @@
-"""One Policy per control loop (WIRE.md §6.7): a second thread driving it is refused."""
+"""One Policy per control loop (docs/PROTOCOL.md §6.7): a second thread driving it is refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The instruction latch (WIRE.md §7.11): set from any thread, applied to the next request.
+"""The instruction latch (docs/PROTOCOL.md §7.11): set from any thread, applied to the next request.
 
 An instruction longer than the worker takes (its /act contract: 4096 characters; no catalogue row
 carries a limit) is refused here, as InvalidArgument, before it is in force: sent, it would end the
@@ -63,7 +63,7 @@ class InstructionLatch:
 
     def consume(self) -> Tuple[Optional[str], Optional[float]]:
         """(instruction in force, when the sentence being applied now was set, or None). The lag
-        is measured by the caller, up to the first action computed with it (WIRE.md §7.11 counts
+        is measured by the caller, up to the first action computed with it (docs/PROTOCOL.md §7.11 counts
         it at the observation; the guide's bound is about the action)."""
         with self._lock:
             since, self._pending_since = self._pending_since, None

@@ -1,4 +1,4 @@
-"""How long a refill takes, so the next request can start in time (WIRE.md §7.7).
+"""How long a refill takes, so the next request can start in time (docs/PROTOCOL.md §7.7).
 
 An exponential moving average (new = 0.7·old + 0.3·sample, the first sample taken as is) of the
 worker's *service time*: the wall time of the /act call minus one-off costs that will not recur —
@@ -9,7 +9,7 @@ the loop prefetch on every tick for the next dozen chunks.
 Beside the average it keeps the mean deviation (gain 1/4, as in TCP's retransmission timer), so
 a jittery link asks for more lead than a steady one of the same mean. See docs/CLIENT-LOOP.md.
 
-`predict()` is no sample (WIRE.md §7.7), but what it took is the best guess there is before a run
+`predict()` is no sample (docs/PROTOCOL.md §7.7), but what it took is the best guess there is before a run
 has one: `seed()` keeps it as the estimate until the first sample, which replaces it. Without it a
 run that starts on the rows a warm-up predict() left has nothing to time its first request by, and
 stops twice at its start above the window.

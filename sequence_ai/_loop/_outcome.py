@@ -1,4 +1,4 @@
-"""What a run reports: `RunOutcome` when it ends (WIRE.md §7.13), `RunProgress` while it runs,
+"""What a run reports: `RunOutcome` when it ends (docs/PROTOCOL.md §7.13), `RunProgress` while it runs,
 and `RunTally`, what the control loop counts as it goes, that both are made from."""
 
 from __future__ import annotations

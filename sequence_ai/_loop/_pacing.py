@@ -1,4 +1,4 @@
-"""The tick source of the control loop (WIRE.md §7.9).
+"""The tick source of the control loop (docs/PROTOCOL.md §7.9).
 
 The loop calls `pacer.wait(period_s, interrupted)` once after each executed action. The default
 `MonotonicPacer` keeps an absolute schedule on the monotonic clock; a ROS node passes its own

@@ -1,4 +1,4 @@
-"""When the next request starts (WIRE.md §7.7, extended for refills slower than a chunk).
+"""When the next request starts (docs/PROTOCOL.md §7.7, extended for refills slower than a chunk).
 
 `lead` (from `RefillLatency`) is how much motion must still be queued when a request starts for
 its answer to land in time. Pipelined (the default, `lookahead="auto"`): a request starts as soon

@@ -184,7 +184,7 @@ class Refills:
     def record(self, flight: InFlight, prediction: Prediction, *, warmup_s: Optional[float] = None,
                learn: bool = True) -> None:
         """A served answer: the latency estimate learns its service time (`learn`: run() only —
-        predict() does not count, WIRE.md §7.7, but seeds an estimate that has no sample yet),
+        predict() does not count, docs/PROTOCOL.md §7.7, but seeds an estimate that has no sample yet),
         and telemetry reports it."""
         self.served = True
         service = flight.service_s()

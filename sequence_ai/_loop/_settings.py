@@ -1,4 +1,4 @@
-"""The arguments of one run(), checked once and frozen (WIRE.md §7.1).
+"""The arguments of one run(), checked once and frozen (docs/PROTOCOL.md §7.1).
 
 `Policy.run()` is the only place the parameters and their defaults are written; it hands its
 arguments here as a mapping and the control loop reads this object. Everything derived from
@@ -154,7 +154,7 @@ def _take_over(value: Any, a: Mapping[str, Any]) -> bool:
 
 
 def _takes_no_argument(callback: Callable[..., Any]) -> bool:
-    """on_underrun comes in two forms. `on_underrun(wait_s)` (WIRE.md §7.8) is told how long a
+    """on_underrun comes in two forms. `on_underrun(wait_s)` (docs/PROTOCOL.md §7.8) is told how long a
     stall lasted, when it ends. A callback that takes no argument (the guide's
     `on_underrun=robot.hold_position`) cannot be told a duration: it is a hold, so it is called
     when the buffer runs dry, before the wait, so the arm holds instead of coasting."""

@@ -98,7 +98,7 @@ def seam_jump(last: Optional[Sequence[float]], first: Optional[Sequence[float]])
 
 
 def blend_seam(rows: List[Row], last: Sequence[float], steps: int) -> List[Row]:
-    """smooth_seam (WIRE.md §7.10): ramp the first `steps` rows linearly out of `last`:
+    """smooth_seam (docs/PROTOCOL.md §7.10): ramp the first `steps` rows linearly out of `last`:
     row_i ← (1−w)·last + w·row_i with w = (i+1)/(n+1). A width mismatch leaves the rows untouched."""
     n = min(steps, len(rows))
     if n <= 0 or any(len(row) != len(last) for row in rows[:n]):
@@ -183,7 +183,7 @@ class Stitcher:
             else:
                 out.append(Action(rows[i], i, ref if kind.displacement else None))
         if self.ramps and kind.absolute and not first_of_run and last is not None:
-            # the reference's ramp: whole rows, out of the last action played (WIRE.md §7.10)
+            # the reference's ramp: whole rows, out of the last action played (docs/PROTOCOL.md §7.10)
             blended = blend_seam([list(a) for a in out], list(last), self.smooth_seam)
             out = [Action(values, a.row, a.q_ref) for values, a in zip(blended, out)]
         return Join(out, rows[start])

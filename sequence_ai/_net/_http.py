@@ -1,5 +1,5 @@
 """Talking to the gateway: where it is, which key, its transports, and how an answer becomes a
-value or an error (the mapping, WIRE.md §3, is `_status_errors.error_from_response`).
+value or an error (the mapping, docs/PROTOCOL.md §3, is `_status_errors.error_from_response`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The client's own HTTP/1.1: kept-alive connections, nothing else (WIRE.md §4.6, §5, §6.2).
+"""The client's own HTTP/1.1: kept-alive connections, nothing else (docs/PROTOCOL.md §4.6, §5, §6.2).
 
 Two kinds of requests run while a robot moves: `/act` to the worker once per chunk and the
 telemetry batch to the gateway every few seconds. This client keeps what httpx alone does not

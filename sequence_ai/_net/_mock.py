@@ -1,7 +1,7 @@
 """The mock tier: `base_url="mock"` (or `"mock:…"`, or SEQUENCES_BASE_URL=mock) is the local
 platform, started for this process.
 
-0.20.0 answered "mock" with a built-in offline stack (WIRE.md §2.2). Here it is the real local
+0.20.0 answered "mock" with a built-in offline stack (docs/PROTOCOL.md §2.2). Here it is the real local
 platform (`sequence_ai/platform`, the `[serve]` extra): a gateway and a TLS worker on loopback
 with a fresh key, so `SEQUENCES_BASE_URL=mock python my_loop.py` runs with no key and no network.
 Everything that resolves a gateway (connect, models, account, chat, decide, perception, the CLI)

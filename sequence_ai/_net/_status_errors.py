@@ -1,4 +1,4 @@
-"""How a non-2xx answer becomes one of our errors (WIRE.md §3.3): the same rules for the
+"""How a non-2xx answer becomes one of our errors (docs/PROTOCOL.md §3.3): the same rules for the
 gateway's answers and the worker's."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _retry_after_header(headers: Mapping[str, str]) -> Optional[float]:
 
 
 def error_from_response(status: int, text: str, headers: Optional[Mapping[str, str]] = None) -> SequencesError:
-    """Map a non-2xx answer to our exception tree (WIRE.md §3.3)."""
+    """Map a non-2xx answer to our exception tree (docs/PROTOCOL.md §3.3)."""
     try:
         body: Any = json.loads(text) if text else None
     except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser recurses

@@ -1,4 +1,4 @@
-"""Certificate pinning for the worker (WIRE.md §6.2).
+"""Certificate pinning for the worker (docs/PROTOCOL.md §6.2).
 
 The worker is a bare `https://IP:PORT` with a self-signed certificate, so CA and hostname
 verification are off; instead the SHA-256 of the peer certificate's DER bytes is compared with the

@@ -98,7 +98,7 @@ class Answer:
         return _json.loads(self.content)
 
     def raise_for_status(self) -> Answer:
-        """Self for a 2xx, otherwise the mapped SequencesError (WIRE.md §3.3)."""
+        """Self for a 2xx, otherwise the mapped SequencesError (docs/PROTOCOL.md §3.3)."""
         if not 200 <= self.status_code < 300:
             raise error_from_response(self.status_code, self.text, self.headers)
         return self

@@ -1,5 +1,5 @@
 """The calls that stand apart from the control loop: account, chat, decide — one request, one
-answer (WIRE.md §4.3, §4.7, §4.8). Perception (detect / embed / depth) is `_perception.py`.
+answer (docs/PROTOCOL.md §4.3, §4.7, §4.8). Perception (detect / embed / depth) is `_perception.py`.
 
 chat and decide are answered by an external provider: no warm-wait, a 503 is an outage.
 """

@@ -1,4 +1,4 @@
-"""Perception: detect / embed / depth on our own workers (WIRE.md §4.9) — one request, one
+"""Perception: detect / embed / depth on our own workers (docs/PROTOCOL.md §4.9) — one request, one
 answer, waiting through a cold start and reporting progress (`on_warming`).
 
 Public as `sequence_ai.detect` ... and as the module `sequence_ai.perceive`.

@@ -1,4 +1,4 @@
-"""One camera frame → the base64 JPEG a model expects (WIRE.md §8.2).
+"""One camera frame → the base64 JPEG a model expects (docs/PROTOCOL.md §8.2).
 
 Strings pass through untouched (assumed base64 already sized by the caller), bytes are
 base64-encoded as they are, arrays and PIL images are sized for the model (`_resize`) and

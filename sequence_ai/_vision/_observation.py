@@ -1,4 +1,4 @@
-"""Building an observation the model will read as meant (WIRE.md §8.1), and checking one
+"""Building an observation the model will read as meant (docs/PROTOCOL.md §8.1), and checking one
 against the model's catalogue row (§7.2, §7.3).
 
 Each mistake caught here fails silently on the server: an undeclared camera is uploaded and
@@ -149,7 +149,7 @@ def problems_message(model: Model, problems: List[str], rejected: bool) -> str:
 
 
 def trim_frames(model: Model, observation: Observation) -> Tuple[Observation, bool]:
-    """Keep the last `context_frames` frames of each view (WIRE.md §7.3); never pads.
+    """Keep the last `context_frames` frames of each view (docs/PROTOCOL.md §7.3); never pads.
 
     Views keep their first-seen order; within a view, timestamped frames come first in
     ascending time, untimestamped ones after in the order given. Returns the (possibly new)

@@ -1,4 +1,4 @@
-"""How big a frame should be when it leaves the robot (WIRE.md §8.2).
+"""How big a frame should be when it leaves the robot (docs/PROTOCOL.md §8.2).
 
 The catalogue row decides: `client_resize.size` (letterbox `pad` or `stretch`),
 `client_resize.shortest_edge` (shrink only), or nothing (long edge capped at 640).

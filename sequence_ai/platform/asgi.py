@@ -196,7 +196,7 @@ class BearerCheck:
 
 
 def validation_error_response(errors: list) -> Response:
-    """FastAPI's 422 list (WIRE §3.2 D) without `input`/`ctx`/`url`: inputs may be megabytes, or
+    """FastAPI's 422 list (docs/PROTOCOL.md §3.2 D) without `input`/`ctx`/`url`: inputs may be megabytes, or
     NaN that JSON cannot carry, and are the caller's own anyway."""
     from starlette.responses import JSONResponse
 

@@ -1,7 +1,7 @@
-"""The local catalogue: one row per model, with every field of WIRE.md §4.2 and the extras the
+"""The local catalogue: one row per model, with every field of docs/PROTOCOL.md §4.2 and the extras the
 client reads from `raw` (open_loop_horizon, sustains_seconds, action_semantics, pass_raw).
 
-Where public facts conflict (WIRE.md §12/§13) the choices are written down, with why, in
+Where public facts conflict (docs/PROTOCOL.md §12) the choices are written down, with why, in
 docs/PLATFORM.md. Rows are plain dicts because they go out on the wire verbatim.
 """
 

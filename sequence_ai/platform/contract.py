@@ -1,8 +1,8 @@
 """The model contract, checked on every /act: the request schema, the observation against the
 catalogue row (views, frame sizes, image bytes, state widths), and a policy's output.
 
-Schema errors surface as 422 with FastAPI's pydantic detail list (WIRE §3.2 D); contract errors as
-400 with a sentence naming what is wrong and what was sent (WIRE §3.2 A).
+Schema errors surface as 422 with FastAPI's pydantic detail list (docs/PROTOCOL.md §3.2 D); contract errors as
+400 with a sentence naming what is wrong and what was sent (docs/PROTOCOL.md §3.2 A).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class ObservationIn(BaseModel):
 
 
 class ActRequest(BaseModel):
-    # Unknown top-level keys are pass-through options (action_horizon, robot, ...): WIRE §5.1.
+    # Unknown top-level keys are pass-through options (action_horizon, robot, ...): docs/PROTOCOL.md §5.1.
     model_config = ConfigDict(extra="allow")
     model: Annotated[str, Field(min_length=1, max_length=256)]
     observation: ObservationIn
@@ -75,7 +75,7 @@ def _where(index: int, frame: ImageIn) -> str:
 
 
 def _refuse_url(index: int, frame: ImageIn) -> None:
-    """Any view, declared or not: a URL is refused, never fetched (WIRE §5.1)."""
+    """Any view, declared or not: a URL is refused, never fetched (docs/PROTOCOL.md §5.1)."""
     if _URL.match(frame.data[:64]):
         raise ContractError(400, f"{_where(index, frame)}: data is a URL, and URLs are never fetched; "
                                  "send standard base64 of the JPEG or PNG bytes")
@@ -149,7 +149,7 @@ def check_observation(request: ActRequest, row: Dict[str, Any]) -> Tuple[PolicyI
 
 
 def _fit(name: str, values: List[float], width: Optional[int], warnings: List[str]) -> List[float]:
-    """Pad short vectors with zeros and truncate long ones, saying so (WIRE §8.1, and the padding
+    """Pad short vectors with zeros and truncate long ones, saying so (docs/PROTOCOL.md §8.1, and the padding
     warning of §5.1; §5.2's "wrong proprio length" 400 disagrees, see docs/PLATFORM.md)."""
     if width is None or len(values) == width:
         return values

@@ -1,5 +1,5 @@
 """The gateway: plain HTTP on loopback. Catalogue, account, readiness, admission (connect),
-telemetry ingest and the one-shot endpoints (WIRE §4), plus the admin API (admin.py).
+telemetry ingest and the one-shot endpoints (docs/PROTOCOL.md §4), plus the admin API (admin.py).
 
 Every route except /v1/models and /v1/health needs `Authorization: Bearer <key in the keystore>`.
 """
@@ -33,7 +33,7 @@ ENDPOINTS = ("act", "chat", "perceive", "decide")
 
 
 class ConnectRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")  # later clients add keys (WIRE §14); ignore them
+    model_config = ConfigDict(extra="allow")  # later clients add keys (docs/PROTOCOL.md §14); ignore them
     model: Annotated[str, Field(min_length=1, max_length=256)]
     session: Optional[Annotated[str, Field(max_length=128)]] = None
     embodiment: Optional[Annotated[str, Field(max_length=128)]] = None

@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from .asgi import DroppedResponse
 from .faults import FaultBoard
 
-BUSY_BODY = {"error": "overloaded"}  # WIRE §3.2 E: no "detail" on purpose
+BUSY_BODY = {"error": "overloaded"}  # docs/PROTOCOL.md §3.2 E: no "detail" on purpose
 
 
 class LenientJSONResponse(JSONResponse):

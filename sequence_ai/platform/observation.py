@@ -41,7 +41,7 @@ class LazyImages(Mapping):
 @dataclass
 class PolicyInput:
     """One checked observation. `joint_positions` and `gripper` already have the widths of the
-    model's state_layout (padded or truncated, with a warning, per WIRE §8.1)."""
+    model's state_layout (padded or truncated, with a warning, per docs/PROTOCOL.md §8.1)."""
 
     images: LazyImages
     joint_positions: List[float]

@@ -2,7 +2,7 @@
 
 Same input, same answer: every number is derived from a hash of the request, so tests can pin
 them, and nothing pretends to be a real model (`provider`/`perf` say "local stand-in").
-Perception answers the WIRE §4.9 shapes (the public service answers 501 today; a stand-in that
+Perception answers the docs/PROTOCOL.md §4.9 shapes (the public service answers 501 today; a stand-in that
 answers lets the client's decoding be exercised end to end).
 """
 
@@ -199,7 +199,7 @@ class ChatMessage(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # as the real gateway: unknown keys are a 422 (WIRE §4.7)
+    model_config = ConfigDict(extra="forbid")  # as the real gateway: unknown keys are a 422 (docs/PROTOCOL.md §4.7)
     model: Annotated[str, Field(min_length=1, max_length=256)]
     messages: Annotated[List[ChatMessage], Field(min_length=1, max_length=256)]
     max_tokens: Optional[Annotated[int, Field(ge=1, le=200000)]] = 1024

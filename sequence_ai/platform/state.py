@@ -20,7 +20,7 @@ from .faults import FaultBoard
 from .keystore import KeyStore
 
 DEFAULT_LEASE_TTL_S = 300.0
-EPISODE_IDLE_S = 300.0  # WIRE §5.3: the worker ends an episode after 5 idle minutes
+EPISODE_IDLE_S = 300.0  # docs/PROTOCOL.md §5.3: the worker ends an episode after 5 idle minutes
 REPORTS_KEPT = 1024  # client telemetry reports the admin API can show
 EPISODES_KEPT = 4096  # episodes remembered at once, however many ids callers make up
 ACT_LOG_SIZE = 2000  # /act requests the admin API can show (a 1000-action benchmark run sends ~130 each)
@@ -43,10 +43,10 @@ class WorkerIdentity:
 @dataclass
 class ColdStart:
     until: float  # monotonic time the worker becomes ready
-    eta_s: float  # how long a load takes (WIRE §4.4: an estimate, not a countdown)
+    eta_s: float  # how long a load takes (docs/PROTOCOL.md §4.4: an estimate, not a countdown)
     form: str  # "detail" (body form B) or "code" (body form C)
     job_id: str
-    ready_status: int  # 200: /v1/act/ready answers {"ready": false} (WIRE §4.4); 503: warming body
+    ready_status: int  # 200: /v1/act/ready answers {"ready": false} (docs/PROTOCOL.md §4.4); 503: warming body
 
     def left_s(self) -> float:
         return max(0.0, self.until - time.monotonic())
@@ -92,7 +92,7 @@ class PlatformState:
         return left
 
     def warming_body(self) -> Dict[str, Any]:
-        """503 body while warming, in the selected form (WIRE §3.2 B or C)."""
+        """503 body while warming, in the selected form (docs/PROTOCOL.md §3.2 B or C)."""
         cold = self.cold_start
         assert cold is not None
         retry = max(1, math.ceil(cold.left_s()))

@@ -1,7 +1,7 @@
 """The worker: HTTPS on loopback, one bearer secret, the model contract, a policy.
 
-Routes (WIRE §5): POST /act, POST /act/episode_end, GET /ping. Every route, /ping and
-/openapi.json included, needs `Bearer <direct_secret>` (WIRE Appendix B; /ping's 401 is how a
+Routes (docs/PROTOCOL.md §5): POST /act, POST /act/episode_end, GET /ping. Every route, /ping and
+/openapi.json included, needs `Bearer <direct_secret>` (docs/PROTOCOL.md Appendix B; /ping's 401 is how a
 rotated secret shows, §5.4). Every answer to /act echoes X-Seq-Request-Id; every /act is noted in
 the request log the admin API shows.
 """
@@ -70,7 +70,7 @@ def build_worker_app(state: PlatformState) -> Any:
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
         return validation_error_response(exc.errors())
 
-    @app.post("/act", summary="One action chunk for one observation (WIRE §5.1)")
+    @app.post("/act", summary="One action chunk for one observation (docs/PROTOCOL.md §5.1)")
     async def act(body: ActRequest, request: Request) -> Response:
         record: Dict[str, Any] = request.scope["state"].setdefault("act_record", {})
         record.update(episode_id=body.episode_id, instruction=body.observation.instruction[:200],
@@ -121,7 +121,7 @@ def build_worker_app(state: PlatformState) -> Any:
         }
         return injected.delivery(state.faults, "act", answer)
 
-    @app.post("/act/episode_end", summary="Forget an episode's state (WIRE §5.3)")
+    @app.post("/act/episode_end", summary="Forget an episode's state (docs/PROTOCOL.md §5.3)")
     async def episode_end(body: EpisodeEndRequest, request: Request) -> Response:
         refused = injected.refusal(state.faults, "episode_end")
         if refused is not None:
@@ -129,7 +129,7 @@ def build_worker_app(state: PlatformState) -> Any:
         known = state.episodes.pop(body.episode_id or "", None) is not None
         return JSONResponse({"ok": True, "episode_id": body.episode_id, "known": known})
 
-    @app.get("/ping", summary="Liveness: 200 alive, 401 rotated secret (WIRE §5.4)")
+    @app.get("/ping", summary="Liveness: 200 alive, 401 rotated secret (docs/PROTOCOL.md §5.4)")
     async def ping(request: Request) -> Response:
         refused = injected.refusal(state.faults, "ping")
         if refused is not None:

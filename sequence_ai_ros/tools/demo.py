@@ -33,7 +33,7 @@ __all__ = ["main"]
 
 FIRST = "pick up the red cube"
 SECOND = "put the cube on the plate"
-# pi05-droid's warm latency per request on the service: 600-800 ms (WIRE.md, catalogue table).
+# pi05-droid's warm latency per request on the service: 600-800 ms (docs/PROTOCOL.md §12).
 REAL_LATENCY_MS = (600.0, 800.0)
 
 

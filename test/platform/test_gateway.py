@@ -1,4 +1,4 @@
-"""Every gateway route: shapes, auth and error bodies (WIRE §3, §4)."""
+"""Every gateway route: shapes, auth and error bodies (docs/PROTOCOL.md §3, §4)."""
 
 from __future__ import annotations
 

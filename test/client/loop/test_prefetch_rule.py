@@ -1,4 +1,4 @@
-"""PrefetchRule decides from values alone how many requests start now (WIRE.md §7.7)."""
+"""PrefetchRule decides from values alone how many requests start now (docs/PROTOCOL.md §7.7)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_refill_estimate_leaves_out_a_slow_admission(platform):
 
 @pytest.mark.parametrize("take_over", [None, False])
 def test_predict_is_no_sample_but_seeds_the_estimate_so_a_following_run_never_stalls(platform, take_over):
-    # WIRE.md §7.7: predict() is no sample — the first sample of the run replaces what it took —
+    # docs/PROTOCOL.md §7.7: predict() is no sample — the first sample of the run replaces what it took —
     # but it is the best guess there is: the 0.20.0 client, with no estimate, refills only once
     # predict()'s rows are played and stalls once; this one times its first request by it.
     platform.fault("latency", ms=100)

@@ -1,4 +1,4 @@
-"""Answers → exceptions (WIRE.md §3.3), for every body shape the client must understand."""
+"""Answers → exceptions (docs/PROTOCOL.md §3.3), for every body shape the client must understand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""detect(), embed(), depth(): shapes, local limits, and the warm-wait of WIRE.md §4.9."""
+"""detect(), embed(), depth(): shapes, local limits, and the warm-wait of docs/PROTOCOL.md §4.9."""
 
 from __future__ import annotations
 

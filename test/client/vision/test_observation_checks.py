@@ -1,4 +1,4 @@
-"""Send-time checks on hand-assembled observations (WIRE.md §7.2, §7.3, §8.1)."""
+"""Send-time checks on hand-assembled observations (docs/PROTOCOL.md §7.2, §7.3, §8.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sizing rules of WIRE.md §8.2: every mode's output size, the letterbox pixels, aspect refusal."""
+"""Sizing rules of docs/PROTOCOL.md §8.2: every mode's output size, the letterbox pixels, aspect refusal."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ PERCEIVE = Model.from_wire({"id": "m/grounding-dino-base", "endpoint": "perceive
 
 SOURCES = [(1280, 720), (848, 480), (640, 480), (320, 180), (4104, 2736)]
 REFUSED = None
-# WIRE.md §8.2, measured with the 0.20.0 client.
+# docs/PROTOCOL.md §8.2, measured with the 0.20.0 client.
 TABLE = {
     "pi05 224x224": (PI05, [(224, 224), (224, 224), REFUSED, (224, 224), REFUSED]),
     "pi05 224x126": (PI05_126, [(224, 126), (224, 126), REFUSED, (224, 126), REFUSED]),
