@@ -23,8 +23,8 @@ from sequence_ai_ros.msg import RunOutcome
 from ..inputs.samples import BadInput, StaleInput
 from .slot import GoalRun, RunStopped
 
-__all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "GoalEnding", "as_reported", "end_goal", "ending_of", "feedback_message",
-           "outcome_message", "send_feedback", "status_for"]
+__all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "GoalEnding", "as_reported", "end_goal", "ending_in_words", "ending_of",
+           "feedback_message", "outcome_message", "send_feedback", "status_for"]
 
 SUCCEEDED, CANCELED, ABORTED = "succeeded", "canceled", "aborted"
 
@@ -41,6 +41,28 @@ _BY_REASON = {
     "shutdown": (Act.Result.STATUS_SHUTDOWN, ABORTED),
     "rejected": (Act.Result.STATUS_REJECTED, ABORTED),
 }
+
+
+def ending_in_words(reason: str, goal: Any, actions: Optional[int]) -> str:
+    """What ended the run, said as a sentence a planner's operator reads first. `stopped_early` keeps
+    the 0.20.0 client's meaning (true for every ending but `completed`), so a time-bounded goal that
+    ran its full max_seconds reads `timeout, stopped_early: true`; this says it ended normally."""
+    max_seconds = float(getattr(goal, "max_seconds", 0.0) or 0.0)
+    max_actions = int(getattr(goal, "max_actions", 0) or 0)
+    played = "" if actions is None else f" ({actions} actions)"
+    if reason == "timeout":
+        return f"ran its full max_seconds, {max_seconds:g} s{played}: the normal end of a time-bounded goal"
+    if reason == "completed":
+        return f"played its max_actions, {max_actions}: the normal end of a goal bounded by actions"
+    if reason.startswith("raised:"):
+        return f"the policy call failed ({reason[len('raised:'):]}){played}"
+    words = {
+        "until": "the until topic said the task is done", "interrupted": "stopped by ~/interrupt or a preempting goal",
+        "canceled": "canceled by the goal's client", "validate": "a command failed the safety check before it was sent",
+        "stale_input": "an input went stale", "bad_input": "an input was malformed", "estop": "the e-stop was pressed",
+        "shutdown": "the node shut down", "rejected": "refused before anything moved",
+    }
+    return words.get(reason, reason) + played
 
 
 def status_for(reason: str) -> Tuple[int, str]:
@@ -193,7 +215,10 @@ class GoalEnding:
             reason = stop_reason
         if outcome is not None:
             outcome = as_reported(outcome, reason=reason, elapsed_s=elapsed_s)
-            message = message or str(outcome)
+        if not message:  # the node has no words of its own for this ending: say what ended it first
+            said = ending_in_words(reason, getattr(goal_handle, "request", None),
+                                   None if outcome is None else outcome.actions)
+            message = said if outcome is None else f"{said}. {outcome}"
         msg = outcome_message(outcome, reason=reason, message=message, model=self._model_id,
                               instruction=instruction, held=held, stamp=self._stamp())
         if recorder is not None:
@@ -203,7 +228,7 @@ class GoalEnding:
         if recorder is not None:
             self._recordings.finish(recorder, msg)  # the file is finished off this thread
         status, terminal = status_for(reason)
-        text = f"run ended: {reason}{': ' + message if message else ''}"
+        text = f"run ended: {reason}: {message}"
         # rclpy refuses two severities from one call site, hence two calls.
         if terminal == SUCCEEDED:
             self._logger.info(text)

@@ -87,6 +87,10 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
     assert response.status == 4, "a timeout ends succeeded"  # GoalStatus.STATUS_SUCCEEDED
     assert result.status == Act.Result.STATUS_TIMEOUT
     assert result.outcome.reason == "timeout" and result.outcome.held
+    # stopped_early keeps the 0.20.0 meaning; the words say this was the goal's normal end
+    assert result.outcome.stopped_early
+    said = f"ran its full max_seconds, 3 s ({result.outcome.actions} actions): the normal end of a time-bounded goal."
+    assert result.message.startswith(said) and result.outcome.message.startswith(said), result.message
     # Reliable QoS: every command arrives, a lost sample after a repair (up to a heartbeat period).
     assert wait_until(lambda: sum(t >= sent_wall for t in list(arm.sent_at)) >= result.outcome.actions + 1, 5.0)
     commands = run_commands(arm, sent, time.monotonic())

@@ -240,3 +240,17 @@ def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():
         idle.set_result("old")
         started = time.monotonic()
         assert deliver_results([idle], executor, timeout_s=10.0) and time.monotonic() - started < 5.0
+
+
+def test_every_ending_is_said_in_words_and_the_normal_ones_say_so():
+    from sequence_ai_ros.goal.outcome import ending_in_words
+
+    goal = SimpleNamespace(max_seconds=10.0, max_actions=0)
+    assert ending_in_words("timeout", goal, 150) == \
+        "ran its full max_seconds, 10 s (150 actions): the normal end of a time-bounded goal"
+    assert ending_in_words("completed", SimpleNamespace(max_seconds=10.0, max_actions=40), 40) == \
+        "played its max_actions, 40: the normal end of a goal bounded by actions"
+    assert ending_in_words("raised:Unavailable", goal, 3) == "the policy call failed (Unavailable) (3 actions)"
+    for reason in ("until", "interrupted", "canceled", "validate", "stale_input", "bad_input", "estop", "shutdown"):
+        said = ending_in_words(reason, goal, None)
+        assert said != reason and " " in said, reason
