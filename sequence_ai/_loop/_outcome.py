@@ -11,6 +11,11 @@ __all__ = ["REASONS", "RunOutcome", "RunProgress", "RunTally", "Spread"]
 REASONS = ("completed", "until", "timeout", "interrupted", "validate")  # plus "raised:<Class>"
 
 
+def _seconds(value: float) -> str:
+    """Two decimals, with no "-0.00" for a value that rounds to zero from below."""
+    return f"{round(value, 2) + 0.0:.2f}"
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """How a run() or act() ended. `reason` is one of REASONS or `raised:<ExceptionClass>`."""
@@ -47,7 +52,7 @@ class RunOutcome:
         if self.underruns:
             parts.append(f"{self.underruns} underruns ({self.underrun_s:.2f}s)")
         if self.age_p50_s is not None and self.lateness_p50_s is not None:
-            parts.append(f"age p50 {self.age_p50_s:.2f}s, late p50 {self.lateness_p50_s:.2f}s")
+            parts.append(f"age p50 {_seconds(self.age_p50_s)}s, late p50 {_seconds(self.lateness_p50_s)}s")
         if self.instruction_swaps:
             lag = self.max_instruction_lag_s or 0.0
             parts.append(f"{self.instruction_swaps} instruction swaps (max lag {lag:.2f}s)")

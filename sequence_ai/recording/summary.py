@@ -155,7 +155,7 @@ def summary_lines(record: RunRecord) -> List[str]:
         parts = [f"outcome: {outcome.reason}, {outcome.actions} actions over {outcome.chunks} chunks in "
                  f"{outcome.elapsed_s:.2f} s"]
         if outcome.underruns:
-            parts.append(f"{outcome.underruns} underruns ({outcome.underrun_s:.2f} s)")
+            parts.append(f"{outcome.underruns} underrun{'' if outcome.underruns == 1 else 's'} ({outcome.underrun_s:.2f} s)")
         if not math.isnan(outcome.max_seam_jump):
             parts.append(f"max seam jump {outcome.max_seam_jump:.4g}")
         if outcome.message:

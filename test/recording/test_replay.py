@@ -30,7 +30,7 @@ def test_replay_prints_the_summary_and_with_plot_draws_the_timeline(recorded, ca
     assert "instruction at 0.00 s: 'pick up the red cube'" in out
     assert "instruction at 0.98 s: 'put it on the plate'" in out
     assert "frames: 6 recorded (exterior_image_1_left 3, wrist_image_left 3), 0 dropped" in out
-    assert "outcome: interrupted, 15 actions over 3 chunks" in out and "1 underruns (0.10 s)" in out
+    assert "outcome: interrupted, 15 actions over 3 chunks" in out and "1 underrun (0.10 s)" in out
     assert "/policy/command" in out and "sequence_ai_record/msg/Command" in out
     png = path.parent / "plots" / "run.png"
     assert cli.main(["replay", str(path), "--plot", str(png)]) == 0

@@ -62,3 +62,13 @@ def test_a_forked_child_draws_request_ids_of_its_own():
     child = os.read(read, 64).decode()
     os.close(read)
     assert child != new_rid() and child.startswith("r-")
+
+
+def test_the_outcome_text_never_shows_a_negative_zero():
+    from sequence_ai import RunOutcome
+
+    text = str(RunOutcome(actions=3, chunks=1, elapsed_s=0.2, reason="completed", age_p50_s=0.3,
+                          lateness_p50_s=-0.001))
+    assert "late p50 0.00s" in text and "-0.00" not in text
+    assert "late p50 -0.05s" in str(RunOutcome(actions=3, chunks=1, elapsed_s=0.2, reason="completed", age_p50_s=0.3,
+                                               lateness_p50_s=-0.05))
