@@ -21,8 +21,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: F401  (puts the repository on sys.path)
 
+from sequence_ai._link._act_request import ActTrace
 from sequence_ai._link._telemetry import BATCH_MAX, FLUSH_EVERY_S, act_report
-from sequence_ai._link._worker import ActTrace
 from sequence_ai._net._http import gateway_client, gateway_headers
 from sequence_ai._net._http11 import GatewayClient
 from sequence_ai.platform.spawn import LocalPlatform

@@ -24,8 +24,8 @@ from .._errors import SequencesError, Unavailable
 from .._net._msgpack_numpy import FrameError, pack, unpack
 from .._net._websocket import Cancelled, ConnectionLost, FrameRefused, PolicySocket, ServerNotUp
 from .._waiting import wait_on
+from ._act_request import Abandoned, ActTrace
 from ._openpi_frames import chunk_answer, openpi_request
-from ._worker import Abandoned, ActTrace
 
 __all__ = ["OpenpiConnection", "api_key_header"]
 

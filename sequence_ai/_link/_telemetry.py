@@ -13,8 +13,8 @@ import time
 from collections import deque
 from typing import Any, Dict, List, Optional
 
+from ._act_request import ActTrace
 from ._fetch import background_thread
-from ._worker import ActTrace
 
 __all__ = ["TelemetrySender", "act_report"]
 

@@ -18,7 +18,6 @@ import threading
 import time
 import uuid
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from .._errors import CertPinError, SequencesError, Unavailable
@@ -30,55 +29,16 @@ from .._net._transport import (
     TransportError,
     WorkerTransport,
     WorkerTransportFactory,
-    compact_json,
 )
 from .._waiting import wait_on
+from ._act_request import Abandoned, ActRequest, ActTrace, with_fields
 from ._admission import Grant, check_expect, parse_grant, renew_after_s
 from ._episodes import EpisodeMap
 from ._retry import Happened, Next, Retry, Step
 
-__all__ = ["Abandoned", "ActTrace", "WorkerConnection"]
+__all__ = ["WorkerConnection"]
 
 EPISODE_END_TIMEOUT_S = 5.0  # the whole request: a worker that trickles its answer is cut off
-
-
-class Abandoned(SequencesError):
-    """The caller no longer wants this request's answer (interrupt); never reaches user code."""
-
-
-@dataclass
-class ActTrace:
-    """What one logical act cost, filled in as it goes (read by telemetry and the estimator)."""
-
-    rid: str = ""
-    rtt_s: Optional[float] = None  # last worker attempt that got an answer
-    overhead_s: float = 0.0  # admission, renewal, reconnect backoff: one-off, not service time
-    reconnects: int = 0
-    first_after_connect: bool = False
-    rid_mismatch: bool = False
-
-
-@dataclass
-class _ActRequest:
-    """One logical /act as the caller gave it; every attempt sends the same request."""
-
-    payload: Mapping[str, Any]
-    encoded: Optional[bytes]
-    rid: str
-    episode_id: Optional[str]
-    cancelled: Callable[[], bool]
-    trace: ActTrace
-
-
-def with_fields(payload: Mapping[str, Any], encoded: Optional[bytes], extra: Mapping[str, Any]) -> bytes:
-    """The /act body on the wire: `payload` with `extra`'s keys set. When `encoded` (the payload
-    as compact JSON) is given and no key is replaced, `extra` is appended to those bytes instead
-    of encoding the frames again."""
-    if encoded is None or any(key in payload for key in extra):
-        return compact_json({**payload, **extra})
-    if not extra:
-        return encoded
-    return encoded[:-1] + (b"," if payload else b"") + compact_json(extra)[1:]
 
 
 class _Link:
@@ -208,13 +168,13 @@ class WorkerConnection:
         attempt gets what is left of it, so a worker that trickles its answer is cut off in time.
         `encoded`: `payload` as compact JSON already (act_body), so the frames are not encoded
         again."""
-        request = _ActRequest(payload, encoded, rid, episode_id, cancelled, trace or ActTrace())
+        request = ActRequest(payload, encoded, rid, episode_id, cancelled, trace or ActTrace())
         request.trace.rid = rid
         budget = self._timeout_s if timeout_s is None else timeout_s
         retry = Retry(deadline=self._clock() + budget, budget_s=budget)
         return self._act_handling_retries(request, self._current(request.trace), retry)
 
-    def _act_handling_retries(self, request: _ActRequest, link: _Link, retry: Retry) -> Any:
+    def _act_handling_retries(self, request: ActRequest, link: _Link, retry: Retry) -> Any:
         """Attempts until one answers, starting on `link`; `Retry` decides each next step."""
         while True:
             happened = self._act_once(request, link, retry)
@@ -225,7 +185,7 @@ class WorkerConnection:
             retry = step.retry.with_repin() if step.next is Next.REPIN and fresh is not link else step.retry
             link = fresh
 
-    def _act_once(self, request: _ActRequest, link: _Link, retry: Retry) -> Happened:
+    def _act_once(self, request: ActRequest, link: _Link, retry: Retry) -> Happened:
         """One POST /act on `link` with what is left of the deadline: the answer, or the error
         the transport raised instead (any other exception propagates)."""
         if request.cancelled():
@@ -243,7 +203,7 @@ class WorkerConnection:
         request.trace.rtt_s = self._clock() - sent
         return answer
 
-    def _fields(self, request: _ActRequest) -> Dict[str, Any]:
+    def _fields(self, request: ActRequest) -> Dict[str, Any]:
         """What the connection adds to the body: the worker-side episode id, the embodiment."""
         extra: Dict[str, Any] = {}
         worker_episode = self.worker_episode(request.episode_id)
@@ -253,7 +213,7 @@ class WorkerConnection:
             extra["embodiment"] = self.embodiment
         return extra
 
-    def _read_answer(self, answer: Answer, link: _Link, request: _ActRequest) -> Any:
+    def _read_answer(self, answer: Answer, link: _Link, request: ActRequest) -> Any:
         """A 2xx: the link has served; the echoed request id is checked; the body parsed."""
         link.served = True
         echoed = answer.headers.get("x-seq-request-id")
@@ -266,7 +226,7 @@ class WorkerConnection:
         except (ValueError, RecursionError):
             raise SequencesError("malformed /act answer from the worker: not JSON", answer.status_code) from None
 
-    def _follow(self, step: Step, link: _Link, request: _ActRequest) -> _Link:
+    def _follow(self, step: Step, link: _Link, request: ActRequest) -> _Link:
         """Carry out `step`: the link for the next attempt, or raise the error it gives up with."""
         if step.next is Next.WAIT:
             self._pause(step.wait_s, request, overhead=False)
@@ -307,7 +267,7 @@ class WorkerConnection:
                 raise  # scaled to zero: the warm-wait (before the first action) or the caller decides
             return failed  # no worker or no gateway for now: the next attempt counts as another failure
 
-    def _reconnect_or_wait(self, failed: _Link, backoff_s: float, request: _ActRequest) -> _Link:
+    def _reconnect_or_wait(self, failed: _Link, backoff_s: float, request: ActRequest) -> _Link:
         """New coordinates from the gateway, or — when it has none yet (mid-redeploy, gateway
         down) — the failed link back after the reconnect backoff, so the next attempt asks again."""
         fresh = self._reconnect_or_raise(failed, request.trace)
@@ -315,7 +275,7 @@ class WorkerConnection:
             self._pause(backoff_s, request)
         return fresh
 
-    def _pause(self, seconds: float, request: _ActRequest, overhead: bool = True) -> None:
+    def _pause(self, seconds: float, request: ActRequest, overhead: bool = True) -> None:
         """Back off `seconds`, or stop at once when the request is abandoned (the fetch's flag
         wakes the wait: no poll). A busy wait is service time, not `overhead`."""
         if request.cancelled() or wait_on(request.cancelled, seconds):

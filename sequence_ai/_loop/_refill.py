@@ -32,9 +32,10 @@ from typing import Any, Callable, Deque, Iterator, List, Mapping, Optional, Tupl
 from .._act._chunk import ActionChunk, Prediction, check_against_model, model_rate, parse_prediction
 from .._act._request import ObservationCheck, act_body, in_force, new_rid
 from .._errors import SequencesError, Unavailable
+from .._link._act_request import Abandoned, ActTrace
 from .._link._fetch import Fetch
 from .._link._telemetry import TelemetrySender, act_report
-from .._link._worker import Abandoned, ActTrace, WorkerConnection
+from .._link._worker import WorkerConnection
 from .._vision._observation import joints_of
 from .._waiting import Waiter
 from .._wire import Model

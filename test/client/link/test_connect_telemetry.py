@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from sequence_ai._link._act_request import ActTrace
 from sequence_ai._link._telemetry import TelemetrySender, act_report
-from sequence_ai._link._worker import ActTrace
 from sequence_ai._net._http import telemetry_client
 from sequence_ai._net._http11 import GatewayClient
 from sequence_ai._net._httpx_gateway import HttpxGateway

@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-import sequence_ai._link._worker as worker_module
+import sequence_ai._link._act_request as act_request
 from sequence_ai import AuthError, CertPinError, InvalidRequest, SequencesError
 from sequence_ai._link._admission import check_expect, parse_grant, renew_after_s
 from sequence_ai._link._retry import busy_wait_s, reconnect_backoff_s
@@ -211,19 +211,19 @@ def test_an_encoded_body_is_sent_with_the_episode_and_embodiment_appended_not_en
 
 def test_with_fields_encodes_again_only_when_a_key_is_replaced():
     payload = {"model": "m", "episode_id": "theirs"}
-    encoded = worker_module.compact_json(payload)
-    assert worker_module.with_fields(payload, encoded, {}) is encoded
-    replaced = worker_module.with_fields(payload, encoded, {"episode_id": "ours"})
+    encoded = act_request.compact_json(payload)
+    assert act_request.with_fields(payload, encoded, {}) is encoded
+    replaced = act_request.with_fields(payload, encoded, {"episode_id": "ours"})
     assert json.loads(replaced) == {"model": "m", "episode_id": "ours"} and replaced.count(b"episode_id") == 1
-    assert json.loads(worker_module.with_fields({}, b"{}", {"embodiment": "e"})) == {"embodiment": "e"}
-    assert json.loads(worker_module.with_fields(payload, None, {"seed": 3})) == {**payload, "seed": 3}
+    assert json.loads(act_request.with_fields({}, b"{}", {"embodiment": "e"})) == {"embodiment": "e"}
+    assert json.loads(act_request.with_fields(payload, None, {"seed": 3})) == {**payload, "seed": 3}
 
 
 def test_a_link_closed_by_another_thread_is_replaced_without_spending_an_attempt(monkeypatch):
     s = Scripted([grant(), grant(epoch=2, secret="dsk_2")], [ok(), ok()])
     s.connection.act({}, rid="r-00000001")
     stale = s.connection._link
-    s.connection._reconnect(stale, worker_module.ActTrace())  # another thread replaced the link
+    s.connection._reconnect(stale, act_request.ActTrace())  # another thread replaced the link
     stale.client.close()
     monkeypatch.setattr(s.connection, "_current", lambda trace: stale)
     s.connection.act({}, rid="r-00000002")
