@@ -41,7 +41,7 @@ def flood(publisher, hz: float) -> None:
         due += period
         wait = due - time.monotonic()
         if wait > 0:
-            time.sleep(wait)
+            ended.wait(wait)  # the schedule, or at once when stdin closes
     print(f"flooded {count}", flush=True)
 
 

@@ -6,15 +6,13 @@ with no backward yank. Skips, saying why, where mujoco or libOSMesa is missing."
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
 from eventually import wait_until
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from ros_harness import HOME, JOINTS, Planner, PolicyNodeFactory, RosHarness
-from sensor_msgs.msg import Image, JointState
+from sim_watcher import SimWatcher, pixels
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai.platform.policies import instruction_goal
@@ -30,46 +28,6 @@ NS = "/physical_arm"
 INSTRUCTION = "pick up the red cube"
 YANK_RAD = 0.010  # a step back against the motion larger than this, in one control period, is a yank
 PERIOD_S = 1 / 15  # pi05-droid's control period
-
-
-class SimWatcher:
-    """The arm's joint states (stamped) and each view's latest frame, from the test side."""
-
-    def __init__(self, node, ns: str):
-        self._lock = threading.Lock()
-        self.states: list = []  # (stamp_s, names, positions)
-        self.frames: dict = {}  # view -> (received monotonic, Image)
-        node.create_subscription(JointState, f"{ns}/joint_states", self._on_state, qos_profile_sensor_data)
-        for view in ("exterior_1", "wrist_left"):
-            node.create_subscription(Image, f"{ns}/cameras/{view}/image_raw",
-                                     lambda m, v=view: self._on_frame(v, m), qos_profile_sensor_data)
-        self.commands = node.create_publisher(Float64MultiArray, f"{ns}/arm_controller/commands",
-                                              QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
-
-    def _on_state(self, msg: JointState) -> None:
-        with self._lock:
-            self.states.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, list(msg.name),
-                                np.array(msg.position)))
-
-    def _on_frame(self, view: str, msg: Image) -> None:
-        with self._lock:
-            self.frames[view] = (time.monotonic(), msg)
-
-    def latest(self):
-        with self._lock:
-            return self.states[-1] if self.states else None
-
-    def states_since(self, index: int) -> list:
-        with self._lock:
-            return self.states[index:]
-
-    def frame_after(self, view: str, t: float, timeout_s: float = 5.0) -> Image:
-        assert wait_until(lambda: view in self.frames and self.frames[view][0] > t, timeout_s), f"no {view} frame"
-        return self.frames[view][1]
-
-
-def pixels(msg: Image) -> np.ndarray:
-    return np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.width, 3).astype(int)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +64,8 @@ def test_the_physical_arm_lags_its_command_and_its_cameras_are_rendered_and_stam
     assert pixels(frames[0]).std() > 10  # a rendered scene, not a blank
     stamps = [f.header.stamp.sec + f.header.stamp.nanosec * 1e-9 for f in frames]
     gaps = np.diff(stamps)
-    assert np.all(gaps > 0) and np.median(gaps) == pytest.approx(1 / PHYSICS_CAMERA_HZ, rel=0.5), gaps
+    # at the budgeted rate, by the arm's own stamps; a busy machine delays a render, so up to twice the period
+    assert np.all(gaps > 0) and 0.5 / PHYSICS_CAMERA_HZ <= np.median(gaps) <= 2.0 / PHYSICS_CAMERA_HZ, gaps
 
     # A step of joint 4's target: the measured joint trails it, then reaches it.
     target = np.array(HOME)
