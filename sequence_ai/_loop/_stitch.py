@@ -8,11 +8,11 @@ choice plays rows computed from an older observation. The modes:
 
 * ``continue`` (default): rows are taken from the moment being played (row `late`, or as late as
   the chunk allows while a full window remains) and applied as motion that continues from the last
-  target, each step pulled part of the way (up to ANCHOR) toward where the chunk itself puts the
-  arm at that moment, and no joint is taken past where the chunk is heading to stop. Past its last
-  row the chunk's position is its last step continued, shrinking at the ratio of its last two
-  steps (`_Heading`). The arm never jumps or steps back, and an error carried by an old
-  observation is corrected instead of integrated into an overshoot.
+  target, each step pulled part of the way (ANCHOR, grown in over ANCHOR_ROWS rows) toward where
+  the chunk itself puts the arm at that moment, and no joint is taken past where the chunk is
+  heading to stop. Past its last row the chunk's position is its last step continued, shrinking
+  at the ratio of its last two steps (`_Heading`). The arm never jumps or steps back, and an error
+  carried by an old observation is corrected instead of integrated into an overshoot.
 * ``align``: rows for moments already past are skipped (at least one is kept) and the rest played
   as they are: exact when `late` is below the window, nearly nothing to play above it.
 * ``none``: the first window of rows as they are (the reference client): a prefetched absolute
@@ -31,14 +31,18 @@ from itertools import chain
 from operator import add, sub
 from typing import List, Optional, Sequence
 
-__all__ = ["ANCHOR", "STITCH_MODES", "Action", "Join", "RowKind", "Stitcher", "blend_seam", "is_absolute_space",
+__all__ = ["ANCHOR", "ANCHOR_ROWS", "STITCH_MODES", "Action", "Join", "RowKind", "Stitcher", "blend_seam", "is_absolute_space",
            "seam_jump"]
 
 STITCH_MODES = ("continue", "align", "none")
-# How far (at most, on a chunk's last played row) a stitched step is pulled toward the chunk's own
-# position for that moment. Measured in the closed loop (bench/bench_latency.py): 0 carries a stale
-# observation's error forward as overshoot; 1 jumps toward a position the arm left long ago.
+# How far a stitched step is pulled toward the chunk's own position for that moment, once the pull
+# has grown in over ANCHOR_ROWS rows from the seam. Measured in the closed loop (bench/bench_latency.py):
+# 0 carries a stale observation's error forward as overshoot; 1 jumps toward a position the arm left
+# long ago. Growing in over a whole window instead (0.5 only on its last row) left a third of the
+# seam's offset still there when the next chunk took over: on a sweeping goal the arm trailed it
+# by that much more (moving-goal RMS 0.146 against 0.137 rad, bench/bench_physics.py's arm).
 ANCHOR = 0.5
+ANCHOR_ROWS = 3
 _STEADY = 0.999  # a ratio of consecutive steps this close to 1: moving on, not slowing down
 _ABSOLUTE_MARKERS = ("absolute", "position", "joint_pos")
 _DISPLACEMENT_SPACES = ("joint_delta",)
@@ -233,7 +237,7 @@ def _continue(positions: List[Row], before: Row, picked: range, late: int, previ
     fastest = _fastest_steps(positions, positions[picked[0]], previous)
     # the chunk's own position for the moment each picked row plays, and how far it pulls
     anchors = [positions[late + k] if late + k < total else ahead.position(late + k - total + 1) for k in range(n)]
-    pulls = [ANCHOR * (k + 1) / n for k in range(n)]
+    pulls = [ANCHOR * min(1.0, (k + 1) / ANCHOR_ROWS) for k in range(n)]
     start = picked[0]
     columns = []
     for c, q, f, d, stop, column, anchor in zip(before, previous, fastest, ahead.direction, ahead.stop,

@@ -42,6 +42,22 @@ def test_a_late_absolute_chunk_continues_the_motion_instead_of_stepping_back():
     assert join.raw_first[0] == pytest.approx(8 * STEP)  # the raw row it starts from: 4 steps behind
 
 
+def test_a_seam_offset_is_mostly_corrected_within_a_few_rows():
+    # The arm is commanded one step ahead of where the late chunk puts it at this moment (it moved on
+    # an older, faster plan). The join keeps moving and pulls the offset out: after 4 rows less than
+    # a fifth of it is left, long before the next chunk takes over (about 8 rows at 0.7 s), so on a
+    # moving goal the arm does not trail by what every seam leaves behind.
+    ahead = STEP
+    last = Action([12 * STEP + ahead, 12 * STEP + ahead, 0.7], 0)
+    join = Stitcher("continue", 8, 0).join(steady(0.0), ABSOLUTE, late=12, last=last, q_obs=[0.0, 0.0],
+                                           first_of_run=False)
+    offsets = [t - (12 + k + 1) * STEP for k, t in enumerate(played(join.rows))]
+    assert all(b <= a + 1e-12 for a, b in zip([ahead, *offsets], offsets)), "the offset only shrinks"
+    assert 0.0 <= offsets[3] < 0.2 * ahead, offsets
+    targets = [12 * STEP + ahead, *played(join.rows)]
+    assert all(b > a for a, b in zip(targets, targets[1:])), "the arm keeps moving the chunk's way"
+
+
 def test_the_same_chunk_as_it_comes_steps_the_arm_back():
     last = Action([12 * STEP, 12 * STEP, 0.7], 0)
     join = Stitcher("none", 8, 0).join(steady(0.0), ABSOLUTE, late=12, last=last, q_obs=[0.0, 0.0],
