@@ -140,11 +140,33 @@ def figures(result: dict, goal: Optional[Sequence[float]] = None,
     })
     if goal is not None:
         result.update(closed_loop(log, goal))
+    ticks = in_force(log)
+    forced_ages = [age for _, _, _, age in ticks if age is not None]
+    result["age_in_force_p50_s"] = common.percentile(forced_ages, 50) if forced_ages else float("nan")
     if moving is not None:
-        errors = [(q - g) ** 2 for t, wall, target, *_ in log if t >= from_s for q, g in zip(target, moving(wall))]
+        # every control tick, the held ones too: a client that stands still while the goal moves on
+        # is judged by where it stands, not only by the ticks it moved
+        errors = [(q - g) ** 2 for t, wall, target, _ in ticks if t >= from_s for q, g in zip(target, moving(wall))]
         result["rms_rad"] = math.sqrt(sum(errors) / len(errors)) if errors else float("nan")
         result["rms_from_s"] = from_s
     return result
+
+
+def in_force(log: list, hz: float = HZ) -> List[tuple]:
+    """(t, wall clock, target, age) at every control tick from the run's first action to its last:
+    the action played at that tick, or, where the client played none (it held), the one before it,
+    which holds the arm and ages meanwhile. An action counts for the tick it is nearest to."""
+    if not log:
+        return []
+    ticks, index, first = [], 0, log[0][0]
+    for k in range(round((log[-1][0] - first) * hz) + 1):
+        t = first + k / hz
+        while index + 1 < len(log) and log[index + 1][0] <= t + 0.5 / hz:
+            index += 1
+        played_at, wall, target, age = log[index][:4]
+        since = max(0.0, t - played_at)
+        ticks.append((t, None if wall is None else wall + since, target, None if age is None else age + since))
+    return ticks
 
 
 def closed_loop(log: list, goal: Sequence[float]) -> dict:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import socket
 import subprocess
@@ -43,6 +44,9 @@ from table import Row, verdict
 
 LATENCY_S, JITTER = 0.7, 0.2
 ROWS_PER_CHUNK = 15  # pi05_droid's action_horizon
+# What a real client may add to `serial_floor`: the policy's own approach, encoding and transport, and
+# a join that moves the arm to each new chunk smoothly instead of in one step.
+FLOOR_MARGIN = 1.15
 PEER_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openpi_peer_driver.py")
 
 
@@ -130,6 +134,8 @@ def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None, i
         for name, kwargs in (variants or {"ours": {}}).items():
             ours = _run([sys.executable, bench_latency.DRIVER, frame_path, json.dumps({**spec, "kwargs": kwargs})],
                         ours_env)
+            if name == "ours" and ours.get("log"):
+                out["floor_rms_rad"] = serial_floor(LATENCY_S, JITTER, seconds, from_s, moving, ours["log"][0][1])
             out[name] = bench_latency.figures(ours, moving=moving, from_s=from_s)
             log(f"  openpi server {LATENCY_S:.1f}s ±{JITTER:.0%}: {name} {bench_latency.summary(out[name])}")
         peer = _run([openpi_python, PEER_DRIVER, frame_path, json.dumps({**spec, "url": url, "horizon": 8})],
@@ -142,6 +148,30 @@ def measure(seconds: float = 40.0, log=print, variants: Optional[dict] = None, i
         server.kill()
         server.wait(timeout=30)
     return out
+
+
+def serial_floor(latency_s: float, jitter: float, seconds: float, from_s: float, moving, wall_start: float,
+                 hz: float = bench_latency.HZ, seeds: int = 5) -> float:
+    """The moving goal's RMS of the best any client can do on one serial server: every answer
+    lands L (drawn as the server draws it) after its request, the next request goes the moment it
+    lands (the server is free again; a request sent earlier would only wait, its observation aging),
+    and from the first tick after it lands the arm stands exactly where the goal was when that
+    request was asked: no policy lag, no transport, no join. Averaged over `seeds` draws, on the wall
+    clock span of the run it is set beside."""
+    import random
+
+    total = []
+    for seed in range(seeds):
+        draw = random.Random(seed)
+        asked, lands, in_force = 0.0, latency_s * (1 + draw.uniform(-jitter, jitter)), None
+        for k in range(int(seconds * hz)):
+            t = k / hz
+            while lands <= t:
+                in_force, asked = asked, lands
+                lands = asked + latency_s * (1 + draw.uniform(-jitter, jitter))
+            if in_force is not None and t >= from_s:
+                total.extend((q - g) ** 2 for q, g in zip(moving(wall_start + in_force), moving(wall_start + t)))
+    return math.sqrt(sum(total) / len(total)) if total else float("nan")
 
 
 def openpi_rows(result: dict) -> List[Row]:
@@ -159,9 +189,10 @@ def openpi_rows(result: dict) -> List[Row]:
     bound = (f"≤ 1 % (a chunk holds {chunk_s:.2f} s > slowest answer {slowest:.2f} s)"
              if feeds else f"physical bound: a chunk holds {chunk_s:.2f} s < the slowest answer {slowest:.2f} s")
     # Moving all the time on one serial server, what plays is from L to 2L old (p50 ≈ 1.5 L); the
-    # peer's ages are only of the ticks it moves (it stands still through every request).
+    # peer's played rows are only those of the ticks it moves (it stands still through every request),
+    # so the age judged is the one of what the arm is told at every tick, the held ones included.
     age_floor = 1.5 * result["latency_s"]
-
+    floor = result.get("floor_rms_rad", float("nan"))
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}×" if b else "—"
 
@@ -182,13 +213,18 @@ def openpi_rows(result: dict) -> List[Row]:
             verdict(ours["held_share"] <= 0.01) if feeds else "—"),
         Row(f"{at}: requests per second of motion", f"{ours['requests_per_s']:.2f}", f"{peer['requests_per_s']:.2f}",
             ratio(ours["requests_per_s"], peer["requests_per_s"])),
-        Row(f"{at}: age p50", f"{ours['age_p50_s']:.3f} s", f"{peer['age_p50_s']:.3f} s",
-            ratio(ours["age_p50_s"], peer["age_p50_s"]), f"≤ peer (moving throughout: ≥ 1.5 L = {age_floor:.2f} s)",
-            verdict(ours["age_p50_s"] <= peer["age_p50_s"])),
+        Row(f"{at}: age p50 of the command in force at each tick (held ticks hold an aging one)",
+            f"{ours['age_in_force_p50_s']:.3f} s", f"{peer['age_in_force_p50_s']:.3f} s",
+            ratio(ours["age_in_force_p50_s"], peer["age_in_force_p50_s"]), "≤ peer",
+            verdict(ours["age_in_force_p50_s"] <= peer["age_in_force_p50_s"])),
+        Row(f"{at}: age p50 of the rows played", f"{ours['age_p50_s']:.3f} s", f"{peer['age_p50_s']:.3f} s",
+            ratio(ours["age_p50_s"], peer["age_p50_s"]), f"— (moving throughout: ≥ 1.5 L = {age_floor:.2f} s)"),
         Row(f"{at}: lateness p50", f"{ours['lateness_p50_s']:.3f} s", f"{peer['lateness_p50_s']:.3f} s"),
         Row(f"{at}: largest step ÷ median step", f"{ours['step_ratio']:.2f}", f"{peer['step_ratio']:.2f}"),
-        Row(f"{at}: moving-goal RMS", f"{ours['rms_rad']:.4f} rad", f"{peer['rms_rad']:.4f} rad",
-            ratio(ours["rms_rad"], peer["rms_rad"]), "≤ 0.5× peer", verdict(ours["rms_rad"] <= 0.5 * peer["rms_rad"])),
+        Row(f"{at}: moving-goal RMS (the target in force at each tick)", f"{ours['rms_rad']:.4f} rad",
+            f"{peer['rms_rad']:.4f} rad", ratio(ours["rms_rad"], peer["rms_rad"]),
+            f"≤ {FLOOR_MARGIN:g}× the serial floor {floor:.4f} rad (= {floor / peer['rms_rad']:.2f}× peer), < peer",
+            verdict(ours["rms_rad"] <= FLOOR_MARGIN * floor and ours["rms_rad"] < peer["rms_rad"])),
     ]
     rows.extend(node_rows)
     return rows
