@@ -15,12 +15,18 @@ What goes wrong is one of the errors below, each a `SequencesError` the link abo
     ServerTimeout    no answer in time (the socket is dropped)
     ServerFailed     the server sent a text frame (its traceback) or closed with 1011
     FrameRefused     a frame over the size bound, or a text frame where the metadata belongs
+    TlsRefused       wss:// whose certificate is not trusted (or not the host's), or no TLS there:
+                     raised before a byte of the request (or its key) is sent, and never retried
+
+A wss:// server's certificate is checked as the gateway's is (`_http11.GatewayClient`): httpx's CA
+bundle, or the CAs of $SSL_CERT_FILE / $SSL_CERT_DIR (how a private CA is trusted), and its host name.
 
 Needs `websockets` (the [openpi] extra; its synchronous client, 13.0 or later).
 """
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Union
@@ -28,7 +34,8 @@ from typing import Any, Callable, Dict, Optional, Union
 from .._errors import AuthError, SequencesError, Unavailable
 from .._extras import install_hint
 
-__all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp", "ServerTimeout"]
+__all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp", "ServerTimeout",
+           "TlsRefused"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 << 20  # an answer is a few kB; a request with two 224×224 views is ~0.3 MB
 INTERNAL_ERROR = 1011
@@ -58,6 +65,10 @@ class Cancelled(SequencesError):
 
 class FrameRefused(SequencesError):
     """A frame the client will not read (too large, or text where the metadata belongs)."""
+
+
+class TlsRefused(SequencesError):
+    """The TLS handshake failed in a way a retry will not change; nothing was sent."""
 
 
 def last_line(text: str) -> str:
@@ -93,6 +104,7 @@ class PolicySocket:
         self.max_frame_bytes = max_frame_bytes
         self._lock = threading.Lock()
         self._conn: Any = None
+        self._tls: Optional[ssl.SSLContext] = None  # made once: loading the CA bundle takes ~0.1 s
         self.opened = 0  # connections made over this socket's life (a reconnect adds one)
 
     @property
@@ -108,7 +120,15 @@ class PolicySocket:
         try:
             conn = client.connect(self.url, additional_headers=self._headers or None, compression=None,
                                   open_timeout=timeout_s, close_timeout=1.0, max_size=self.max_frame_bytes,
-                                  **_queue_options(client)).__enter__()  # closed by close(), not a with
+                                  **self._tls_option(), **_queue_options(client)).__enter__()  # closed by close()
+        except ssl.SSLCertVerificationError as exc:
+            raise TlsRefused(f"{self.url}: the server's TLS certificate was refused ({exc.verify_message}); nothing "
+                             "was sent. To trust a private CA, set SSL_CERT_FILE to its PEM file") from None
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError) as exc:  # the peer hung up mid-handshake: a restart
+            raise ConnectionLost(f"could not reach {self.url}: {exc}", 503) from None
+        except ssl.SSLError as exc:
+            raise TlsRefused(f"{self.url}: the TLS handshake failed ({exc.reason or exc}); is it a wss:// server?"
+                             ) from None
         except ConnectionRefusedError:
             raise ServerNotUp(f"nothing accepts connections at {self.url} yet", 503, warming=True,
                               retry_after_s=1.0) from None
@@ -129,6 +149,15 @@ class PolicySocket:
             self.close()
             raise FrameRefused(f"{self.url} sent text where its metadata belongs: {last_line(metadata)}")
         return metadata
+
+    def _tls_option(self) -> Dict[str, Any]:
+        if not self.url.startswith("wss://"):
+            return {}
+        if self._tls is None:
+            import httpx
+
+            self._tls = httpx.create_ssl_context()  # the gateway's trust: SSL_CERT_FILE / SSL_CERT_DIR honoured
+        return {"ssl": self._tls}
 
     def exchange(self, frame: bytes, timeout_s: float, cancelled: Callable[[], bool] = lambda: False) -> bytes:
         """Send `frame`, return the answer frame; any failure leaves the socket closed. `cancelled()`
