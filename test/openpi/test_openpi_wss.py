@@ -79,3 +79,21 @@ def test_a_certificate_for_another_host_is_refused_even_from_a_trusted_ca(proxie
     assert proxy.url("localhost") in message and "Hostname mismatch" in message
     assert took < REFUSAL_BOUND_S
     assert proxy.handshakes == 0 and bytes(proxy.from_client) == b""
+
+
+def test_doctor_over_wss_checks_healthz_over_https_and_names_an_untrusted_certificate(proxied, monkeypatch, capsys):
+    from test_openpi_cli import lines_of
+
+    from sequence_ai import cli
+
+    proxy, ca = proxied
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    assert cli.main(["--base-url", proxy.url(), "doctor"]) == 0
+    seen = lines_of(capsys.readouterr().out)
+    assert seen["healthz"].startswith("200 (") and seen["predict"].startswith("15×8 chunk")
+    handshakes = proxy.handshakes
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert cli.main(["--base-url", proxy.url(), "doctor", "--wait", "60"]) == 1
+    seen = lines_of(capsys.readouterr().out)
+    assert seen["server"].startswith(f"FAILED — {proxy.url()}: the server's TLS certificate was refused")
+    assert "warming" not in seen and proxy.handshakes == handshakes  # refused at once, never waited on
