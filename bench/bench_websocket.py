@@ -235,7 +235,8 @@ def report(result: dict) -> None:
     figures = summary(result)
     period_ms = 1000.0 / HZ
     print(f"\n{result['versions']}; request frame {result['frame_bytes']} bytes; {result['exchanges']} exchanges each")
-    print(f"{'client':18s} {'CPU ms p50':>11s} {'p90':>8s} {'RTT ms p50':>11s} {'p90':>8s} {'CPU % of period/action':>23s}")
+    print(f"{'client':18s} {'CPU ms p50':>11s} {'p90':>8s} {'RTT ms p50':>11s} {'p90':>8s} "
+          f"{'CPU % of period/action':>23s}")
     for name in CLIENTS:
         f = figures[name]
         share = 100.0 * f["cpu_ms_50"] / ACTIONS_PER_REQUEST / period_ms

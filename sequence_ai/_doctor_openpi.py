@@ -27,7 +27,7 @@ from ._doctor import _ms, _Report, _timed, one_line
 from ._errors import SequencesError
 from ._link._act_request import ActTrace
 from ._link._links import OPENPI_KEY_VARIABLE
-from ._link._openpi import OpenpiConnection
+from ._link._openpi import OpenpiConnection, api_key_header
 from ._net._http import redact_key
 from ._net._websocket import ServerNotUp
 from ._version import __version__
@@ -80,7 +80,7 @@ def openpi_doctor(url: str, model: str, wait_s: float, out: TextIO) -> int:
         connection = OpenpiConnection(url=url, card=card, model=model, timeout_s=PREDICT_TIMEOUT_S, api_key=key)
         try:
             if _server(connection, url, wait_s, report):
-                _healthz(url, report)
+                _healthz(url, key, report)
                 _metadata(connection, report)
                 _predict(connection, card, report)
         finally:
@@ -115,9 +115,10 @@ def _server(connection: OpenpiConnection, url: str, wait_s: float, report: _Repo
     return True
 
 
-def _healthz(url: str, report: _Report) -> None:
+def _healthz(url: str, key: Optional[str], report: _Report) -> None:
+    """GET /healthz with the websocket's key header (a proxy in front may want it on every path)."""
     address = _healthz_url(url)
-    with httpx.Client(timeout=CONNECT_TIMEOUT_S) as client:  # built before the clock starts
+    with httpx.Client(timeout=CONNECT_TIMEOUT_S, headers=api_key_header(key)) as client:  # built before the clock
         try:
             elapsed, answer = _timed(lambda: client.get(address))
         except httpx.HTTPError as exc:
@@ -134,7 +135,7 @@ def _metadata(connection: OpenpiConnection, report: _Report) -> None:
     shown = ", ".join(f"{k}={one_line(v, 40)}" for k, v in list(metadata.items())[:6]) or "{} (the server's default)"
     report.line("metadata", shown)
     width = metadata.get("action_dim")
-    if isinstance(width, int) and not isinstance(width, bool):  # one that contradicted the card was refused when the connection opened
+    if isinstance(width, int) and not isinstance(width, bool):  # a contradicting one was refused at connect
         report.line("", f"action_dim {width} = the card's")
     else:
         report.line("", "no action_dim in it: the answer's width is checked against the card instead")

@@ -32,7 +32,7 @@ from ._version import __version__
 
 __all__ = ["main"]
 
-WAIT_S, OPENPI_WAIT_S = 600.0, 30.0  # an openpi server that refuses connections may as well not be started
+WAIT_S, OPENPI_WAIT_S = 600.0, 30.0  # a refused openpi URL is as often a server not started as one loading
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
 

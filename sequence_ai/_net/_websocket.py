@@ -15,7 +15,7 @@ What goes wrong is one of the errors below, each a `SequencesError` the link abo
     ServerTimeout    no answer in time (the socket is dropped)
     ServerFailed     the server sent a text frame (its traceback) or closed with 1011
     FrameRefused     a frame over the size bound, or a text frame where the metadata belongs
-    TlsRefused       wss:// whose certificate is not trusted (or not the host's), or no TLS there:
+    TlsRefused       wss:// whose certificate is not trusted (or not the host's), or a failed handshake:
                      raised before a byte of the request (or its key) is sent, and never retried
 
 A wss:// server's certificate is checked as the gateway's is (`_http11.GatewayClient`): httpx's CA
@@ -39,8 +39,8 @@ from typing import Any, Callable, Dict, Optional, Union
 from .._errors import AuthError, SequencesError, Unavailable
 from .._extras import install_hint
 
-__all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp", "ServerTimeout",
-           "TlsRefused"]
+__all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp",
+           "ServerTimeout", "TlsRefused"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 << 20  # an answer is a few kB; a request with two 224×224 views is ~0.3 MB
 INTERNAL_ERROR = 1011
@@ -129,11 +129,9 @@ class PolicySocket:
         except ssl.SSLCertVerificationError as exc:
             raise TlsRefused(f"{self.url}: the server's TLS certificate was refused ({exc.verify_message}); nothing "
                              "was sent. To trust a private CA, set SSL_CERT_FILE to its PEM file") from None
-        except (ssl.SSLEOFError, ssl.SSLZeroReturnError) as exc:  # the peer hung up mid-handshake: a restart
-            raise ConnectionLost(f"could not reach {self.url}: {exc}", 503) from None
-        except ssl.SSLError as exc:
-            raise TlsRefused(f"{self.url}: the TLS handshake failed ({exc.reason or exc}); is it a wss:// server?"
-                             ) from None
+        except ssl.SSLError as exc:  # EOF included: a plain ws:// server hangs up on a TLS hello
+            raise TlsRefused(f"{self.url}: the TLS handshake failed ({exc.reason or exc}); does the server (or "
+                             "a proxy in front of it) speak TLS there?") from None
         except ConnectionRefusedError:
             raise ServerNotUp(f"nothing accepts connections at {self.url} yet", 503, warming=True,
                               retry_after_s=1.0) from None

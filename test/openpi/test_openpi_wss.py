@@ -97,3 +97,11 @@ def test_doctor_over_wss_checks_healthz_over_https_and_names_an_untrusted_certif
     seen = lines_of(capsys.readouterr().out)
     assert seen["server"].startswith(f"FAILED — {proxy.url()}: the server's TLS certificate was refused")
     assert "warming" not in seen and proxy.handshakes == handshakes  # refused at once, never waited on
+
+
+def test_wss_to_a_server_without_tls_is_refused_naming_the_handshake(proxied):
+    proxy, _ = proxied
+    url = f"wss://127.0.0.1:{proxy.upstream_port}"  # openpi's server itself: plain ws://, it hangs up on TLS
+    message, took = _refused_predict(url)
+    assert message.startswith(f"{url}: the TLS handshake failed") and "speak TLS there?" in message
+    assert took < REFUSAL_BOUND_S  # at once: not five reconnects
