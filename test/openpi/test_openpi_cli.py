@@ -4,13 +4,17 @@ and the card agreeing, a real round trip and its latency); models lists the ship
 
 from __future__ import annotations
 
+import io
 import re
+import threading
 import time
 
 import pytest
 from _openpi_server import OpenpiServer, free_port
+from eventually import wait_until
 
 from sequence_ai import cli
+from sequence_ai._doctor_openpi import openpi_doctor
 
 NOTHING_LISTENS_WAIT_S = 2.0
 NOTHING_LISTENS_BOUND_S = 30.0  # the --wait, then one line: never a hang
@@ -69,6 +73,22 @@ def test_doctor_where_nothing_listens_says_so_within_its_wait(capsys):
     assert seen["warming"].startswith(f"nothing accepts connections at {url} yet")
     assert seen["server"] == f"NOT UP — nothing accepted connections at {url} within {NOTHING_LISTENS_WAIT_S:g}s"
     assert "listens only once its checkpoint is loaded" in out and "healthz" not in seen
+
+
+def test_doctor_waits_out_a_server_that_is_not_up_yet_and_then_checks_it():
+    server = OpenpiServer("--latency-ms", "40")
+    out, result = io.StringIO(), {}
+    doctor = threading.Thread(target=lambda: result.update(code=openpi_doctor(server.url, "pi05_droid", 120.0, out)))
+    doctor.start()
+    try:
+        assert wait_until(lambda: "warming" in out.getvalue(), 60)  # refused: the warming line, not a failure
+        server.start()
+        doctor.join(120)
+    finally:
+        server.kill()
+    seen = lines_of(out.getvalue())
+    assert result["code"] == 0 and seen["warming"].startswith(f"nothing accepts connections at {server.url} yet")
+    assert seen["server"].startswith("up,") and seen["predict"].startswith("15×8 chunk")
 
 
 def test_doctor_with_a_card_file_that_is_wrong_names_the_field(capsys, tmp_path):
