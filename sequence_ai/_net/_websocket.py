@@ -25,9 +25,9 @@ Needs `websockets` (the [openpi] extra; its synchronous client, 13.0 or later). 
 wsproto (bench/bench_websocket.py, one 0.3 MB DROID request and a small answer on loopback): per exchange
 websockets took 0.28-0.29 ms of CPU and 0.72-0.74 ms round trip, a minimal wsproto client 0.97-1.04 ms
 and 1.38-1.49 ms (two runs; ratios 0.28-0.29 and 0.48-0.54): wsproto masks the client's frame in Python,
-websockets in C. Both are under 0.2 % of a
-15 Hz period per action, so speed alone would not decide; websockets also brings the bounded receive,
-TLS and the closing handshake that over wsproto would be our own socket code.
+websockets in C. Both are under 0.2 % of a 15 Hz period per action, so speed alone would not decide;
+websockets also brings the bounded receive, TLS and the closing handshake that over wsproto would be our
+own socket code.
 """
 
 from __future__ import annotations
