@@ -34,6 +34,7 @@ import bench_robots
 import bench_ros_jitter
 import bench_ros_latency
 import bench_underruns
+import bench_websocket
 import bench_worker
 import common
 from latency_rows import budget_curves, budget_rows, budget_table, latency_rows, plot_budget_curves, ros_latency_rows
@@ -47,13 +48,15 @@ DOC = os.path.join(common.ROOT, "docs", "PERFORMANCE.md")
 FULL = {"latency_seconds": 40.0, "swap_seconds": 20.0, "ros_latency_seconds": 20.0, "ros_latencies": (0.05, 0.6, 0.7, 0.8), "latencies": (0.05, 0.6, 0.7, 0.8), "ros_before": True, "actions": 1000, "encode_frames": 10, "encode_repeats": 8, "interrupt_trials": 6, "ros_seconds": 20.0,
         "robots": (1, 2, 4, 8, 16, 24), "robot_seconds": 8.0, "sizes": ((640, 360), (1280, 720), (1920, 1080)),
         "size_seconds": 6.0, "worker_requests": 300, "recording_actions": 100, "recording_rounds": 3,
-        "export_seconds": 15.0, "physics_seconds": 30.0, "estop_presses": 20, "openpi_seconds": 40.0}
+        "export_seconds": 15.0, "physics_seconds": 30.0, "estop_presses": 20, "openpi_seconds": 40.0,
+        "websocket_exchanges": 200, "websocket_rounds": 4}
 # Quick: bench_latency at the low latency and 0.7 s only (0.6 and 0.8 take the same path as 0.7); the
 # node's goal at 0.7 s lasts 5 s (in 2 s, on a loaded machine, it was seen to end before its first action).
 QUICK = {"latency_seconds": 2.0, "swap_seconds": 4.0, "ros_latency_seconds": 5.0, "ros_latencies": (0.7,), "latencies": (0.05, 0.7), "ros_before": False, "actions": 16, "encode_frames": 2, "encode_repeats": 1, "interrupt_trials": 1, "ros_seconds": 2.0,
          "robots": (1, 4), "robot_seconds": 1.5, "sizes": ((640, 360), (1280, 720)), "size_seconds": 1.5,
          "worker_requests": 20, "recording_actions": 16, "recording_rounds": 1, "export_seconds": 2.0,
-         "physics_seconds": 3.0, "estop_presses": 2, "openpi_seconds": 5.0}
+         "physics_seconds": 3.0, "estop_presses": 2, "openpi_seconds": 5.0,
+         "websocket_exchanges": 20, "websocket_rounds": 2}
 LATENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
@@ -366,6 +369,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     openpi = None if args.no_peers else timed(
         "openpi server", lambda: bench_openpi.measure(sizes["openpi_seconds"], log=log, install=not args.quick),
         timings, errors)
+    # the openpi link's websocket library against wsproto (issue #35: "measure the choice"); a tiny venv of its own
+    websocket = None if args.no_peers else timed("websocket library", lambda: bench_websocket.measure(
+        sizes["websocket_exchanges"], sizes["websocket_rounds"], install=not args.quick, log=log), timings, errors)
 
     rows: List[Row] = []
     rows += latency_rows(latency) if latency else [Row("run() at pi05-droid's latency", "error", verdict="FAIL")]
@@ -395,6 +401,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             Row("the physical arm through the node", "error", verdict="FAIL")]
     rows += bench_openpi.openpi_rows(openpi) if openpi else [] if args.no_peers else [
         Row("openpi server: run() vs openpi-client", "error", verdict="FAIL")]
+    rows += bench_websocket.websocket_rows(websocket) if websocket else [] if args.no_peers else [
+        Row("openpi link websocket library: websockets vs wsproto", "error")]
     wall = time.perf_counter() - started
 
     table = markdown_table(rows)
@@ -662,6 +670,16 @@ def how_measured(sizes: dict, peer: Optional[str]) -> List[str]:
         "0.84 s), age p50 no worse than the peer's (which stands still through every request, so its ages count "
         "only the ticks it moves; moving throughout, what plays is from L to 2L old), moving-goal RMS ≤ 0.5× the "
         "peer's.",
+        "",
+        f"**The websocket library** (`bench/bench_websocket.py`): a websocket server in a subprocess answering as "
+        "an openpi server (metadata first, then a small msgpack answer per request); in the bench process, "
+        f"alternating each round ({sizes['websocket_rounds']} rounds of {sizes['websocket_exchanges']} exchanges "
+        "each, the order flipped every round, a fresh connection each time), our `PolicySocket` (websockets' sync "
+        "client) and a minimal wsproto client on a plain socket written for the measurement, both sending the same "
+        "packed DROID request (two 224×224×3 uint8 views of noise, ~0.3 MB). CPU = the process's "
+        "`time.process_time()` over one exchange (websockets' reading thread included), round trip = its wall "
+        "time, each after 20 ms idle. No goal: it is the measurement behind a choice, written where the choice "
+        "lives (`sequence_ai/_net/_websocket.py`).",
         "",
     ]
 

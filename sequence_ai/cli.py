@@ -2,6 +2,8 @@
 
     sequence-ai models [--endpoint act|chat|perceive|decide]
     sequence-ai doctor [--model pi05-droid] [--wait 600]
+    (--base-url ws://host:port or wss://: an openpi server; `models` lists the shipped model cards and
+     `doctor` checks the server against one: _doctor_openpi.py)
     sequence-ai serve [platform options]         (needs the [serve] extra)
     sequence-ai replay RECORDING... [--plot PATH]   (needs the [record] extra; --plot: [replay])
     sequence-ai export --format lerobot RECORDING... OUT_DIR   (needs the [lerobot] extra)
@@ -30,6 +32,7 @@ from ._version import __version__
 
 __all__ = ["main"]
 
+WAIT_S, OPENPI_WAIT_S = 600.0, 30.0  # a refused openpi URL is as often a server not started as one loading
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANCELLED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
 
@@ -41,14 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sequence-ai {__version__}")
     parser.add_argument("--base-url", metavar="URL", help="gateway URL (default: $SEQUENCES_BASE_URL, else the public gateway; "
-                        "mock: a local platform for this command)")
+                        "mock: a local platform for this command; ws://host:port or wss://: an openpi server)")
     commands = parser.add_subparsers(dest="command", metavar="{models,doctor,serve,replay,export}")
     models = commands.add_parser("models", help="the catalogue: what each model reads and returns (no key needed)")
     models.add_argument("--endpoint", choices=["act", "chat", "perceive", "decide"], help="only this endpoint's models")
     doctor = commands.add_parser("doctor", help="check the key, the gateway, credit and a real direct connect")
     doctor.add_argument("--model", default="pi05-droid", help="model to connect to (default pi05-droid)")
-    doctor.add_argument("--wait", type=float, default=600.0, metavar="S",
-                        help="how long to wait for a cold worker (default 600)")
+    doctor.add_argument("--wait", type=float, default=None, metavar="S",
+                        help=f"how long to wait for a cold worker (default {WAIT_S:g}), or for an openpi server to "
+                             f"accept connections (default {OPENPI_WAIT_S:g})")
     commands.add_parser("serve", help="run the local platform on loopback (needs the [serve] extra)", add_help=False)
     from .recording.replay import add_arguments as replay_arguments  # argparse only: no MCAP import
 
@@ -67,10 +71,20 @@ def _number(value: Any, decimals: int = 0) -> str:
     return f"{value:.{decimals}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "0"
 
 
-def _models(base_url: str, endpoint: Optional[str], out: TextIO) -> int:
-    from ._catalogue._models import models
+def _card_rows(base_url: str, endpoint: Optional[str], err: TextIO) -> List[Any]:
+    """An openpi server publishes no catalogue: the model cards shipped with the package stand for it."""
+    from ._cards import load_card, shipped_cards
 
-    rows = models(endpoint, base_url=base_url)
+    print(f"{base_url} is an openpi server, which lists no models: these are the shipped model cards "
+          "(--model also takes a card file)", file=err)
+    return [load_card(name).row(name) for name in shipped_cards()] if endpoint in (None, "act") else []
+
+
+def _models(base_url: str, endpoint: Optional[str], out: TextIO, err: TextIO) -> int:
+    from ._catalogue._models import models
+    from ._link._links import is_openpi_url
+
+    rows = _card_rows(base_url, endpoint, err) if is_openpi_url(base_url) else models(endpoint, base_url=base_url)
     if not rows:
         print("no models", file=out)
         return EXIT_OK
@@ -157,13 +171,19 @@ def _run(args_list: List[str], out: TextIO, err: TextIO) -> int:
     try:
         base_url = resolve_base_url(args.base_url)  # "mock" starts the local platform here
         if args.command == "models":
-            return _models(base_url, args.endpoint, out)
+            return _models(base_url, args.endpoint, out, err)
     except SequencesError as exc:
         print(f"error: {exc.message}", file=err)
         if isinstance(exc, Unavailable) and exc.status is None and exc.message.startswith("could not reach"):
             print(UNREACHABLE_HINT, file=err)
         return EXIT_PROBLEMS
-    return _doctor(base_url, args.model, args.wait, out)
+    from ._link._links import is_openpi_url
+
+    if is_openpi_url(base_url):
+        from ._doctor_openpi import openpi_doctor
+
+        return openpi_doctor(base_url, args.model, OPENPI_WAIT_S if args.wait is None else args.wait, out)
+    return _doctor(base_url, args.model, WAIT_S if args.wait is None else args.wait, out)
 
 
 def _quiet_stdout() -> None:

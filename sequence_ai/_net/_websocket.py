@@ -15,12 +15,24 @@ What goes wrong is one of the errors below, each a `SequencesError` the link abo
     ServerTimeout    no answer in time (the socket is dropped)
     ServerFailed     the server sent a text frame (its traceback) or closed with 1011
     FrameRefused     a frame over the size bound, or a text frame where the metadata belongs
+    TlsRefused       wss:// whose certificate is not trusted (or not the host's), or a failed handshake:
+                     raised before a byte of the request (or its key) is sent, and never retried
 
-Needs `websockets` (the [openpi] extra; its synchronous client, 13.0 or later).
+A wss:// server's certificate is checked as the gateway's is (`_http11.GatewayClient`): httpx's CA
+bundle, or the CAs of $SSL_CERT_FILE / $SSL_CERT_DIR (how a private CA is trusted), and its host name.
+
+Needs `websockets` (the [openpi] extra; its synchronous client, 13.0 or later). Why websockets and not
+wsproto (bench/bench_websocket.py, one 0.3 MB DROID request and a small answer on loopback): per exchange
+websockets took 0.28-0.29 ms of CPU and 0.72-0.74 ms round trip, a minimal wsproto client 0.97-1.04 ms
+and 1.38-1.49 ms (two runs; ratios 0.28-0.29 and 0.48-0.54): wsproto masks the client's frame in Python,
+websockets in C. Both are under 0.2 % of a 15 Hz period per action, so speed alone would not decide;
+websockets also brings the bounded receive, TLS and the closing handshake that over wsproto would be our
+own socket code.
 """
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Union
@@ -28,7 +40,8 @@ from typing import Any, Callable, Dict, Optional, Union
 from .._errors import AuthError, SequencesError, Unavailable
 from .._extras import install_hint
 
-__all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp", "ServerTimeout"]
+__all__ = ["Cancelled", "ConnectionLost", "FrameRefused", "PolicySocket", "ServerFailed", "ServerNotUp",
+           "ServerTimeout", "TlsRefused"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 << 20  # an answer is a few kB; a request with two 224×224 views is ~0.3 MB
 INTERNAL_ERROR = 1011
@@ -58,6 +71,10 @@ class Cancelled(SequencesError):
 
 class FrameRefused(SequencesError):
     """A frame the client will not read (too large, or text where the metadata belongs)."""
+
+
+class TlsRefused(SequencesError):
+    """The TLS handshake failed in a way a retry will not change; nothing was sent."""
 
 
 def last_line(text: str) -> str:
@@ -93,6 +110,7 @@ class PolicySocket:
         self.max_frame_bytes = max_frame_bytes
         self._lock = threading.Lock()
         self._conn: Any = None
+        self._tls: Optional[ssl.SSLContext] = None  # made once: loading the CA bundle takes ~0.1 s
         self.opened = 0  # connections made over this socket's life (a reconnect adds one)
 
     @property
@@ -108,7 +126,13 @@ class PolicySocket:
         try:
             conn = client.connect(self.url, additional_headers=self._headers or None, compression=None,
                                   open_timeout=timeout_s, close_timeout=1.0, max_size=self.max_frame_bytes,
-                                  **_queue_options(client)).__enter__()  # closed by close(), not a with
+                                  **self._tls_option(), **_queue_options(client)).__enter__()  # closed by close()
+        except ssl.SSLCertVerificationError as exc:
+            raise TlsRefused(f"{self.url}: the server's TLS certificate was refused ({exc.verify_message}); nothing "
+                             "was sent. To trust a private CA, set SSL_CERT_FILE to its PEM file") from None
+        except ssl.SSLError as exc:  # EOF included: a plain ws:// server hangs up on a TLS hello
+            raise TlsRefused(f"{self.url}: the TLS handshake failed ({exc.reason or exc}); does the server (or "
+                             "a proxy in front of it) speak TLS there?") from None
         except ConnectionRefusedError:
             raise ServerNotUp(f"nothing accepts connections at {self.url} yet", 503, warming=True,
                               retry_after_s=1.0) from None
@@ -129,6 +153,15 @@ class PolicySocket:
             self.close()
             raise FrameRefused(f"{self.url} sent text where its metadata belongs: {last_line(metadata)}")
         return metadata
+
+    def _tls_option(self) -> Dict[str, Any]:
+        if not self.url.startswith("wss://"):
+            return {}
+        if self._tls is None:
+            import httpx
+
+            self._tls = httpx.create_ssl_context()  # the gateway's trust: SSL_CERT_FILE / SSL_CERT_DIR honoured
+        return {"ssl": self._tls}
 
     def exchange(self, frame: bytes, timeout_s: float, cancelled: Callable[[], bool] = lambda: False) -> bytes:
         """Send `frame`, return the answer frame; any failure leaves the socket closed. `cancelled()`
