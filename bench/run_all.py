@@ -418,6 +418,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_budget_curve(curves, os.path.dirname(os.path.abspath(out)), args)
         if physics and not args.quick:
             print(f"wrote {bench_physics.write_doc_figure(physics)}", file=sys.stderr)
+            import join_figure
+
+            print(f"wrote {join_figure.plot(join_figure.both(40.0, seed=1), join_figure.FIGURE)}", file=sys.stderr)
     return 0
 
 
