@@ -24,14 +24,14 @@ import yaml
 class Background:
     """A command running in the background; its output (stdout and stderr) collected as it comes."""
 
-    def __init__(self, args: List[str], env: Dict[str, str]):
+    def __init__(self, args: List[str], env: Dict[str, str], cwd: Optional[str] = None):
         self.args = args
         self._text = ""
         self._interrupted = False
         self._changed = threading.Condition()
         # A process group of its own, as a terminal gives a command: Ctrl-C reaches all of it.
-        self.process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        bufsize=1, preexec_fn=_own_group)
+        self.process = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, bufsize=1, preexec_fn=_own_group)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -110,8 +110,8 @@ class Ros2:
         return subprocess.run([self.executable, *args], env=self.env, capture_output=True, text=True,
                               timeout=timeout_s, preexec_fn=_default_sigint)
 
-    def start(self, *args: str) -> Background:
-        command = Background([self.executable, *args], self.env)
+    def start(self, *args: str, cwd: Optional[str] = None) -> Background:
+        command = Background([self.executable, *args], self.env, cwd)
         self.started.append(command)
         return command
 
