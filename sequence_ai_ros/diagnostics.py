@@ -1,11 +1,11 @@
 """The node's /diagnostics statuses: the policy loop's (loop rate, refill latency, underruns,
-input ages, and what would stop the next goal: a stale or malformed input, a worker not ready, the
+late beats, input ages, and what would stop the next goal: a stale or malformed input, a worker not ready, the
 e-stop). The e-stop's own status is estop/status.py."""
 
 from __future__ import annotations
 
 import collections
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
@@ -32,9 +32,11 @@ class TickRate:
 
 def policy_loop_status(*, name: str, model_id: str, target_hz: float, measured_hz: float, running: bool,
                        ready: bool, progress, joint_states: LatestSample, cameras: Sequence[LatestSample],
-                       joint_names: Sequence[str], gripper_joint: str, estop: Optional[str]) -> DiagnosticStatus:
+                       joint_names: Sequence[str], gripper_joint: str, estop: Optional[str],
+                       late_beats: Tuple[int, float] = (0, 0.0)) -> DiagnosticStatus:
     """One DiagnosticStatus: OK, WARN (stale or missing input, worker not ready) or ERROR
-    (malformed input, e-stop engaged); `estop` names the engaged e-stop topic, else None."""
+    (malformed input, e-stop engaged); `estop` names the engaged e-stop topic, else None;
+    `late_beats`: the running (or latest) goal's late commands and how late in all (control/ticks.py)."""
     p = progress
     values = [
         KeyValue(key="control_hz_target", value=f"{target_hz:.2f}"),
@@ -43,6 +45,8 @@ def policy_loop_status(*, name: str, model_id: str, target_hz: float, measured_h
         KeyValue(key="refill_latency_s", value="" if p.refill_latency_s is None else f"{p.refill_latency_s:.3f}"),
         KeyValue(key="underruns", value=str(p.underruns)),
         KeyValue(key="underrun_s", value=f"{p.underrun_s:.3f}"),
+        KeyValue(key="late_beats", value=str(late_beats[0])),
+        KeyValue(key="late_beat_s", value=f"{late_beats[1]:.3f}"),
     ]
     level, summary = DiagnosticStatus.OK, "ok"
     for sample in [joint_states, *cameras]:

@@ -213,10 +213,10 @@ class PolicyNode(Node):
         # Everything the goal computes is inside: whatever raises, the arm holds once and the
         # outcome goes out.
         try:
+            self.ticks.start_run()  # its first command on a tick; its late beats counted from zero
             self._until.clear()
             self.instruction_pub.publish(String(data=goal.instruction))
             self.policy.discard_buffer()  # a new goal never plays rows computed for an old one
-            self.ticks.reset()
             max_actions = int(goal.max_actions) or int(goal.max_seconds * self.control_hz * 2) + 1000
             max_seconds = self.run_clock.start(float(goal.max_seconds))  # sim time: checked on the ticks
             if self.recordings is not None:
@@ -248,7 +248,8 @@ class PolicyNode(Node):
             outcome = latest if latest is not earlier else None
         return self.ending.finish(run.goal_handle, outcome, reason, message, held=run.held.is_set(),
                                   instruction=self.policy.instruction or goal.instruction, recorder=run.recorder,
-                                  stop_reason=run.stop_reason, elapsed_s=elapsed)
+                                  stop_reason=run.stop_reason, elapsed_s=elapsed,
+                                  late_beats=(self.ticks.late_beats, self.ticks.late_beat_s))
 
     # -- feedback and diagnostics ---------------------------------------------------------------
     def _publish_feedback(self) -> None:
@@ -264,6 +265,7 @@ class PolicyNode(Node):
             progress=self.policy.progress(), joint_states=self.joint_states, cameras=list(self.cameras.values()),
             joint_names=c.joint_names, gripper_joint=c.gripper_joint,
             estop=self.estop.topic if self.estop is not None and self.estop.engaged else None,
+            late_beats=(self.ticks.late_beats, self.ticks.late_beat_s),
         )
         statuses = [status] if self.estop is None else [status, self.estop.status(self.get_fully_qualified_name())]
         self.diagnostics_pub.publish(DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()),

@@ -17,6 +17,13 @@ tick (a starved CPU, a long-held GIL). Waiting for the next tick instead would d
 each time, and every row after it would play that much later. A timer that is late by the same
 amount on every call keeps its commands a period apart, and they all go out.
 
+The node knows when its commands went out late: a command more than one and a half periods after
+the one before, with no underrun between (the client's `reset()` after a late chunk, or a run's
+start), is a late beat: the node's own threads did not run in time (on a loaded machine, the
+process not scheduled: the host or the kernel gave its cores to others), the beats between were
+skipped and never made up. `late_beats` counts them and `late_beat_s` adds up how late each was
+(its interval less one period), on the timer's clock, for the run since `start_run()`.
+
 A tick that releases the loop then stands aside: the timer's callback blocks (the GIL released)
 until `sent()` after the publish (the end of `beat()`), at most HANDOFF_S. Otherwise the executor's
 own Python after the callback would hold the GIL while the loop, woken on the other core, waits for
@@ -63,6 +70,9 @@ class TimerTicks:
         self._beat_at = -math.inf  # when the latest command went out (sent(), on `now`'s clock)
         self._beat_waiting = False  # a command waits in on_beat for a tick
         self._woken_by: set = set()  # ids of the interrupt flags that notify this object
+        self._judged = False  # the latest command's interval from the one before counts (no reset since)
+        self.late_beats = 0  # this run's commands that went out late (module docstring)
+        self.late_beat_s = 0.0  # how late they were in all: each one's interval less one period
 
     def tick(self) -> None:
         with self._cond:
@@ -82,7 +92,12 @@ class TimerTicks:
         if published:
             now = self._now()
             with self._cond:
+                late = now - self._beat_at - self._period_s
+                if self._judged and late > self._period_s / 2:  # (a clock that went back: not late)
+                    self.late_beats += 1
+                    self.late_beat_s += late
                 self._beat_at = now
+                self._judged = True
         self._sent.set()
 
     @property
@@ -95,13 +110,20 @@ class TimerTicks:
         # (a clock that went back — a sim reset, a wall-clock step — spaces nothing)
         return 0 <= self._now() - self._beat_at < self._period_s / 2
 
+    def start_run(self) -> None:
+        """A run begins: its late beats are counted from zero, and its first command waits for a tick."""
+        with self._cond:
+            self.late_beats, self.late_beat_s = 0, 0.0
+        self.reset()
+
     def reset(self) -> None:
         """Start of a run, or the end of a stall: that action was not on a tick, so the next one
-        waits for one."""
+        waits for one (and its time since the command before, a late chunk's, is no late beat)."""
         with self._cond:
             self._seen = self._ticks
             self._fresh = True
             self._released = False
+            self._judged = False
 
     def wait(self, period_s: float, interrupted: Callable[[], bool]) -> None:
         with self._cond:

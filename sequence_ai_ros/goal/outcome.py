@@ -24,7 +24,7 @@ from ..inputs.samples import BadInput, StaleInput
 from .slot import GoalRun, RunStopped
 
 __all__ = ["ABORTED", "CANCELED", "SUCCEEDED", "GoalEnding", "as_reported", "end_goal", "ending_in_words", "ending_of",
-           "feedback_message", "outcome_message", "send_feedback", "status_for"]
+           "feedback_message", "late_words", "outcome_message", "send_feedback", "status_for"]
 
 SUCCEEDED, CANCELED, ABORTED = "succeeded", "canceled", "aborted"
 
@@ -63,6 +63,12 @@ def ending_in_words(reason: str, goal: Any, actions: Optional[int]) -> str:
         "shutdown": "the node shut down", "rejected": "refused before anything moved",
     }
     return words.get(reason, reason) + played
+
+
+def late_words(count: int, seconds: float) -> str:
+    """The node's late beats said for an operator: not the policy's doing, the machine's."""
+    return (f"{count} command{'s' if count != 1 else ''} went out late ({seconds:.2f} s in all): the node's "
+            f"threads did not run in time (a loaded machine), the control periods between were skipped")
 
 
 def status_for(reason: str) -> Tuple[int, str]:
@@ -162,8 +168,10 @@ def outcome_message(
     instruction: str,
     held: bool,
     stamp: Any,
+    late_beats: Tuple[int, float] = (0, 0.0),
 ) -> RunOutcome:
-    """A RunOutcome message from a sequence_ai.RunOutcome (or None when the run never started)."""
+    """A RunOutcome message from a sequence_ai.RunOutcome (or None when the run never started), with
+    the node's own late beats (control/ticks.py: count, seconds)."""
     msg = RunOutcome(
         stamp=stamp,
         reason=reason,
@@ -174,6 +182,8 @@ def outcome_message(
         final_instruction=instruction or "",
         max_instruction_lag_s=math.nan,
         max_seam_jump=math.nan,
+        late_beats=int(late_beats[0]),
+        late_beat_s=float(late_beats[1]),
         **_freshness(None),
     )
     if outcome is not None:
@@ -206,11 +216,11 @@ class GoalEnding:
         self._logger = logger
 
     def finish(self, goal_handle: Any, outcome: Any, reason: str, message: str, *, held: bool, instruction: str,
-               recorder: Any = None, stop_reason: Optional[str] = None, elapsed_s: Optional[float] = None
-               ) -> Act.Result:
+               recorder: Any = None, stop_reason: Optional[str] = None, elapsed_s: Optional[float] = None,
+               late_beats: Tuple[int, float] = (0, 0.0)) -> Act.Result:
         """`outcome` is the client's (None if the run never made one); a stop the node decided
         (`stop_reason`) replaces the client's `interrupted`; `elapsed_s`: the run's length in ROS time
-        under sim time (as_reported)."""
+        under sim time (as_reported); `late_beats`: the node's own late commands (control/ticks.py)."""
         if reason == "interrupted" and stop_reason:
             reason = stop_reason
         if outcome is not None:
@@ -219,8 +229,10 @@ class GoalEnding:
             said = ending_in_words(reason, getattr(goal_handle, "request", None),
                                    None if outcome is None else outcome.actions)
             message = said if outcome is None else f"{said}. {outcome}"
+            if late_beats[0]:
+                message += f"; {late_words(*late_beats)}"
         msg = outcome_message(outcome, reason=reason, message=message, model=self._model_id,
-                              instruction=instruction, held=held, stamp=self._stamp())
+                              instruction=instruction, held=held, stamp=self._stamp(), late_beats=late_beats)
         if recorder is not None:
             self._recordings.describe(msg, recorder)
         if reason != "rejected":

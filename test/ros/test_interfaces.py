@@ -33,6 +33,8 @@ def sample_outcome() -> RunOutcome:
         elapsed_s=16.8,
         underruns=2,
         underrun_s=0.31,
+        late_beats=1,
+        late_beat_s=0.33,
         episode_resets=1,
         instruction_swaps=3,
         max_instruction_lag_s=0.74,

@@ -96,6 +96,49 @@ def test_over_limit_actions_are_refused_before_publishing(ros, policy_node, plat
     assert commands[0][1][5] == pytest.approx(1.8), "the hold is where the arm is"
 
 
+def test_a_node_the_machine_did_not_run_for_a_while_reports_its_late_command_and_never_bursts(
+        ros, policy_node, platform):
+    """The node's process stopped (SIGSTOP) for 0.4 s mid-goal, as a loaded machine sometimes leaves it
+    unscheduled (a CI run's goal had one 0.40 s gap in its commands, no underrun): the periods it
+    missed are skipped, not made up by a burst, the node reports that command as a late beat, as
+    late as its own publish stamps say, and the rest of the goal plays at the model's rate. Timed by
+    the node's publish stamps (`sent_at`) and its outcome, never by this process's clock."""
+    import signal
+    import threading
+
+    # Inputs older than the stop must not end the run (the stall is the subject here, not staleness).
+    process, arm, planner = start_arm(ros, policy_node, platform, max_image_age_s=5.0, max_joint_state_age_s=5.0)
+    pid, sent_wall = process.process.pid, time.time()
+    handle = planner.send("pick up the red cube", max_seconds=3.0)
+    assert wait_until(lambda: sum(t >= sent_wall for t in list(arm.sent_at)) >= 10, 10.0), "never moved"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        threading.Event().wait(0.4)  # the stall itself
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    result = Planner.result(handle).result
+    outcome = result.outcome
+    assert outcome.reason == "timeout" and outcome.held, outcome
+    assert wait_until(lambda: sum(t >= sent_wall for t in list(arm.sent_at)) >= outcome.actions + 1, 5.0)
+    times = sorted(t for t in arm.sent_at if t >= sent_wall)[:-1]  # the last one is the hold
+    gaps = [round(b - a, 3) for a, b in zip(times, times[1:])]
+    stall = max(gaps)
+    assert stall >= 0.4, f"no command gap as long as the stop: {gaps}"
+    assert min(gaps) >= 0.25 * PERIOD, f"a burst after the stall: {gaps}"  # the node keeps half a period
+    # As late as the node's own stamps say: the stall's interval less one period, and any other late
+    # beat. (A stop that fell while the loop waited for a late chunk is that underrun's time instead.)
+    late = sum(g - PERIOD for g in gaps if g > 1.5 * PERIOD - 0.01)
+    assert outcome.late_beat_s <= late + 0.02, (outcome, gaps)
+    if outcome.underruns == 0:
+        assert outcome.late_beats >= 1, f"the stall went unreported: {outcome}"
+        assert outcome.late_beat_s >= stall - PERIOD - 0.02, (outcome, gaps)
+    else:
+        assert outcome.late_beat_s + outcome.underrun_s >= stall - 2 * PERIOD - 0.02, (outcome, gaps)
+    rate = (len(times) - 1) / ((times[-1] - times[0]) - outcome.underrun_s - outcome.late_beat_s)
+    assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz besides the late beats: {outcome} {gaps}"
+    assert "went out late" in result.message and "went out late" in outcome.message, result.message
+
+
 def test_warming_status_is_published_during_a_cold_start(ros, policy_node, platform):
     # The cold start lasts until the node has reported it, then 3 s more: a 3 s one timed from
     # when it was armed could be over before a slow-starting node (a loaded machine) first asked.

@@ -101,11 +101,27 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
     # the time between the two goals); published before the goal was sent, it is none of these.
     published_at = sorted(t for t in arm.sent_at if t >= sent_wall)
     times = published_at[:-1]  # the last one is the hold
-    # The rate while commands flow; stalls for a late chunk are underruns, counted on their own.
-    flowing = (times[-1] - times[0]) - result.outcome.underrun_s
-    rate = (len(times) - 1) / flowing
+    outcome = result.outcome
     gaps = [round(b - a, 3) for a, b in zip(times, times[1:])]
-    assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz outside underruns {result.outcome} {gaps}"
+    # The rate while commands flow and the node runs. Stalls are counted on their own: a late chunk
+    # is an underrun (the client's), and a command the node's own threads sent late is a late beat,
+    # which the node measures and reports (control/ticks.py): on this loaded 2-core VM the process
+    # now and then is not run for 0.1-0.4 s (the host took a core, measured as steal time, or the
+    # kernel ran others), and the periods it missed are skipped, never made up by a burst.
+    flowing = (times[-1] - times[0]) - outcome.underrun_s - outcome.late_beat_s
+    rate = (len(times) - 1) / flowing
+    assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz outside underruns and late beats {outcome} {gaps}"
+    # The node tells the truth about its late commands, judged against its own publish stamps: every
+    # interval over 1.5 periods is an underrun or a late beat it reported (an underrun's interval
+    # also waits up to a period for the next tick), and it reports no late beat it did not have.
+    # (10 ms: the node reads its clock for a late beat just after publishing, the DDS stamp is taken inside)
+    long_gaps = [g for g in gaps if g > 1.5 * PERIOD - 0.01]
+    excess = sum(g - PERIOD for g in long_gaps)
+    assert excess <= outcome.underrun_s + outcome.late_beat_s + len(long_gaps) * PERIOD + 0.02, (outcome, gaps)
+    assert outcome.late_beats <= len(long_gaps) and outcome.late_beat_s <= excess + 0.02, (outcome, gaps)
+    # ...and late beats stay rare and short: a node whose own work (a long callback, a GC pause, a
+    # blocking call) held it up every few periods would fail here, not hide behind the report.
+    assert outcome.late_beats <= 3 and outcome.late_beat_s <= 0.6, f"late beats: {outcome} {gaps}"
     # Every command on a tick, the run's first included: none left the node in a burst, well
     # under a period after the one before (the step and velocity checks assume a whole one). The
     # node lets no command go out less than half a period after the one before (control/ticks.py); the
@@ -137,6 +153,7 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
     assert float(values["control_hz_measured"]) == pytest.approx(HZ, rel=0.2)
     assert values["refill_latency_s"] and float(values["refill_latency_s"]) > 0
     assert "underruns" in values
+    assert 0 <= int(values["late_beats"]) <= outcome.late_beats  # the goal's, so far
     ages = {k: v for k, v in values.items() if k.startswith("age_s ")}
     assert {f"age_s {arm.ns}/joint_states", f"age_s {arm.ns}/cameras/wrist_left/image_raw"} <= set(ages)
     assert all(0.0 <= float(v) < 5.0 for v in ages.values()), ages

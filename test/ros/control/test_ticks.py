@@ -389,3 +389,76 @@ def test_a_tick_wait_is_woken_by_the_policy_interrupt_flag_not_by_polling_it():
     waiter.join(5.0)
     assert not waiter.is_alive()
     assert flag.looks <= 4, f"looked {flag.looks} times in half a second: a poll"
+
+
+def test_a_command_periods_late_is_one_late_beat_counted_with_how_late_and_nothing_bursts():
+    # The node's threads did not run for four periods (the host or the kernel gave the cores to
+    # others): four ticks went by, the loop takes a fresh one rather than play the skipped rows at
+    # once, and that command is one late beat, four periods late. The next, on its tick, is on time.
+    clock = HandClock()
+    ticks = WatchedTicks(PERIOD, now=clock)
+    ticks.start_run()
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
+    for _ in range(4):
+        clock.t += PERIOD
+        ticks.tick()
+    assert released_by(ticks, waits(ticks), clock, (PERIOD,)) == 1, "played a skipped row at once"
+    assert released_by(ticks, beats(ticks)) == 0
+    assert ticks.late_beats == 1 and ticks.late_beat_s == pytest.approx(4 * PERIOD)
+    assert released_by(ticks, waits(ticks), clock, (PERIOD,)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
+    assert ticks.late_beats == 1 and ticks.late_beat_s == pytest.approx(4 * PERIOD)
+
+
+def test_a_timer_late_within_half_a_period_makes_no_late_beat():
+    clock = HandClock()
+    ticks = WatchedTicks(PERIOD, now=clock)
+    ticks.start_run()
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
+    for interval in (1.45 * PERIOD, 0.6 * PERIOD, PERIOD):  # a late tick, the one after it, one on time
+        clock.t += interval
+        ticks.tick()
+        assert released_by(ticks, waits(ticks)) == 0
+        assert released_by(ticks, beats(ticks)) == 0
+    assert (ticks.late_beats, ticks.late_beat_s) == (0, 0.0)
+
+
+def test_the_wait_for_a_late_chunk_is_an_underrun_not_a_late_beat():
+    # The client restarts the schedule (reset) after an underrun: the time since the command
+    # before is the chunk's lateness, which the client counts (underrun_s), not the node's.
+    clock = HandClock()
+    ticks = WatchedTicks(PERIOD, now=clock)
+    ticks.start_run()
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
+    for _ in range(5):
+        clock.t += PERIOD
+        ticks.tick()
+    ticks.reset()
+    assert released_by(ticks, beats(ticks), clock, (PERIOD,)) == 1
+    assert (ticks.late_beats, ticks.late_beat_s) == (0, 0.0)
+    clock.t += 3 * PERIOD  # ...but a late command after it is the node's again
+    ticks.tick()
+    assert released_by(ticks, waits(ticks)) == 0
+    assert released_by(ticks, beats(ticks)) == 0
+    assert ticks.late_beats == 1 and ticks.late_beat_s == pytest.approx(2 * PERIOD)
+
+
+def test_each_run_counts_its_own_late_beats_from_its_first_command():
+    clock = HandClock()
+    ticks = WatchedTicks(PERIOD, now=clock)
+    ticks.start_run()
+    assert released_by(ticks, waits(ticks)) == 1
+    assert released_by(ticks, beats(ticks)) == 0
+    clock.t += 3 * PERIOD
+    ticks.tick()
+    assert released_by(ticks, waits(ticks)) == 0
+    assert released_by(ticks, beats(ticks)) == 0
+    assert ticks.late_beats == 1
+    clock.t += 10.0  # the next goal, ten seconds later
+    ticks.start_run()
+    assert (ticks.late_beats, ticks.late_beat_s) == (0, 0.0)
+    assert released_by(ticks, beats(ticks), clock, (PERIOD,)) == 1
+    assert (ticks.late_beats, ticks.late_beat_s) == (0, 0.0), "the time between two goals is no late beat"

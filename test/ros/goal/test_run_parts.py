@@ -216,6 +216,23 @@ def test_age_and_lateness_reach_the_outcome_and_the_feedback_and_are_nan_where_u
     assert all(math.isnan(getattr(before, name)) for name in FRESHNESS)
 
 
+def test_the_nodes_late_beats_reach_the_outcome_and_are_said_in_words():
+    from builtin_interfaces.msg import Time
+
+    from sequence_ai_ros.goal.outcome import late_words
+
+    ending = dict(reason="timeout", message="", model="pi05-droid", instruction="pick up the cup", held=True,
+                  stamp=Time())
+    reported = outcome_message(outcome(reason="timeout", underruns=1, underrun_s=0.2), late_beats=(2, 0.47), **ending)
+    assert (reported.late_beats, reported.late_beat_s) == (2, 0.47)
+    assert (reported.underruns, reported.underrun_s) == (1, 0.2), "a late chunk stays the client's underrun"
+    for none in (outcome_message(outcome(reason="timeout"), **ending), outcome_message(None, **ending)):
+        assert (none.late_beats, none.late_beat_s) == (0, 0.0)
+    assert late_words(1, 0.333) == ("1 command went out late (0.33 s in all): the node's threads did not run in "
+                                    "time (a loaded machine), the control periods between were skipped")
+    assert late_words(2, 0.47).startswith("2 commands went out late (0.47 s in all)")
+
+
 def test_shutdown_waits_until_a_result_that_was_just_set_has_been_sent():
     """rclpy sends a goal's result from a done callback of the result's future, run as an executor
     task; deliver_results must not return before that task has run (else the executor is stopped
