@@ -127,13 +127,16 @@ def test_a_node_the_machine_did_not_run_for_a_while_reports_its_late_command_and
     assert min(gaps) >= 0.25 * PERIOD, f"a burst after the stall: {gaps}"  # the node keeps half a period
     # As late as the node's own stamps say: the stall's interval less one period, and any other late
     # beat. (A stop that fell while the loop waited for a late chunk is that underrun's time instead.)
-    late = sum(g - PERIOD for g in gaps if g > 1.5 * PERIOD - 0.01)
-    assert outcome.late_beat_s <= late + 0.02, (outcome, gaps)
+    # (30 ms an interval: the node reads its clock for a late beat just after publishing, the DDS
+    # stamp is taken inside the publish, and a loaded machine can delay the one from the other)
+    slack = 0.03
+    late = sum(g - PERIOD for g in gaps if g > PERIOD)  # every interval's time past its period
+    assert outcome.late_beat_s <= late + slack * max(1, outcome.late_beats), (outcome, gaps)
     if outcome.underruns == 0:
         assert outcome.late_beats >= 1, f"the stall went unreported: {outcome}"
-        assert outcome.late_beat_s >= stall - PERIOD - 0.02, (outcome, gaps)
+        assert outcome.late_beat_s >= stall - PERIOD - slack, (outcome, gaps)
     else:
-        assert outcome.late_beat_s + outcome.underrun_s >= stall - 2 * PERIOD - 0.02, (outcome, gaps)
+        assert outcome.late_beat_s + outcome.underrun_s >= stall - 2 * PERIOD - slack, (outcome, gaps)
     rate = (len(times) - 1) / ((times[-1] - times[0]) - outcome.underrun_s - outcome.late_beat_s)
     assert abs(rate - HZ) / HZ <= 0.10, f"command rate {rate:.2f} Hz besides the late beats: {outcome} {gaps}"
     assert "went out late" in result.message and "went out late" in outcome.message, result.message

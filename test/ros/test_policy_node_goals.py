@@ -28,6 +28,9 @@ PERIOD = 1.0 / HZ
 # took the stop (its log line's stamp) to its hold's publish (the hold's DDS source stamp), both
 # the node's wall clock, whatever this process's scheduling did to sending or receiving them.
 STOP_BOUND_S = 2 * PERIOD + 0.15
+# How far one command's interval on the node's clock (read just after its publish, for a late beat)
+# may differ from the interval between its DDS publish stamps, on a loaded machine.
+BEAT_SLACK_S = 0.03  # under PERIOD / 2: a long interval here is still over one period
 
 
 def assert_stopped_and_held(arm, outcome, asked: float, what: str) -> None:
@@ -114,11 +117,14 @@ def test_goal_publishes_commands_at_the_model_frequency_an_outcome_and_diagnosti
     # The node tells the truth about its late commands, judged against its own publish stamps: every
     # interval over 1.5 periods is an underrun or a late beat it reported (an underrun's interval
     # also waits up to a period for the next tick), and it reports no late beat it did not have.
-    # (10 ms: the node reads its clock for a late beat just after publishing, the DDS stamp is taken inside)
-    long_gaps = [g for g in gaps if g > 1.5 * PERIOD - 0.01]
+    # (BEAT_SLACK_S per interval: the node reads its clock for a late beat just after publishing, the
+    # DDS stamp is taken inside the publish, and a loaded machine can delay the one from the other)
+    long_gaps = [g for g in gaps if g > 1.5 * PERIOD - BEAT_SLACK_S]
     excess = sum(g - PERIOD for g in long_gaps)
     assert excess <= outcome.underrun_s + outcome.late_beat_s + len(long_gaps) * PERIOD + 0.02, (outcome, gaps)
-    assert outcome.late_beats <= len(long_gaps) and outcome.late_beat_s <= excess + 0.02, (outcome, gaps)
+    assert outcome.late_beats <= len(long_gaps), (outcome, gaps)
+    over = sum(g - PERIOD for g in gaps if g > PERIOD)  # every interval's time past its period
+    assert outcome.late_beat_s <= over + BEAT_SLACK_S * outcome.late_beats, (outcome, gaps)
     # ...and late beats stay rare and short: a node whose own work (a long callback, a GC pause, a
     # blocking call) held it up every few periods would fail here, not hide behind the report.
     assert outcome.late_beats <= 3 and outcome.late_beat_s <= 0.6, f"late beats: {outcome} {gaps}"
