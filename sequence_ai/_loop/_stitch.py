@@ -8,11 +8,12 @@ choice plays rows computed from an older observation. The modes:
 
 * ``continue`` (default): rows are taken from the moment being played (row `late`, or as late as
   the chunk allows while a full window remains) and applied as motion that continues from the last
-  target, each step pulled part of the way (ANCHOR, grown in over ANCHOR_ROWS rows) toward where
-  the chunk itself puts the arm at that moment, and no joint is taken past where the chunk is
-  heading to stop. Past its last row the chunk's position is its last step continued, shrinking
-  at the ratio of its last two steps (`_Heading`). The arm never jumps or steps back, and an error
-  carried by an old observation is corrected instead of integrated into an overshoot.
+  target, each step pulled part of the way (ANCHOR: at once toward a position ahead, slowly toward
+  one behind) toward where the chunk itself puts the arm at that moment, and no joint is taken
+  past where the chunk is heading to stop. Past its last row the chunk's position is its last step
+  continued, shrinking at the ratio of its last two steps (`_Heading`). The arm never jumps or
+  steps back, and an error carried by an old observation is corrected instead of integrated into
+  an overshoot.
 * ``align``: rows for moments already past are skipped (at least one is kept) and the rest played
   as they are: exact when `late` is below the window, nearly nothing to play above it.
 * ``none``: the first window of rows as they are (the reference client): a prefetched absolute
@@ -35,12 +36,15 @@ __all__ = ["ANCHOR", "ANCHOR_ROWS", "STITCH_MODES", "Action", "Join", "RowKind",
            "seam_jump"]
 
 STITCH_MODES = ("continue", "align", "none")
-# How far a stitched step is pulled toward the chunk's own position for that moment, once the pull
-# has grown in over ANCHOR_ROWS rows from the seam. Measured in the closed loop (bench/bench_latency.py):
-# 0 carries a stale observation's error forward as overshoot; 1 jumps toward a position the arm left
-# long ago. Growing in over a whole window instead (0.5 only on its last row) left a third of the
-# seam's offset still there when the next chunk took over: on a sweeping goal the arm trailed it
-# by that much more (moving-goal RMS 0.146 against 0.137 rad, bench/bench_physics.py's arm).
+# How far a stitched step is pulled toward the chunk's own position for that moment. Measured in the
+# closed loop (bench/bench_latency.py, bench/join_figure.py): 0 carries a stale observation's error
+# forward as overshoot; 1 jumps toward a position the arm left long ago. Toward a position AHEAD
+# (along the chunk's way: the arm trails what the chunk says, as on a moving goal) the pull grows in
+# over the seam's first ANCHOR_ROWS rows, so the offset is gone before the next chunk; grown over a
+# whole window it left a third of it, and the arm trailed a moving goal by that much more (RMS 0.145
+# against 0.137 rad). Toward a position BEHIND (the arm already went further on an older plan) it
+# grows over the whole window, as braking toward a stale position only slows the approach (settling
+# at 0.8 s took 4.3-4.7 s that way, 4.7-4.8 s with the quick pull); `stop` keeps it from overshooting.
 ANCHOR = 0.5
 ANCHOR_ROWS = 3
 _STEADY = 0.999  # a ratio of consecutive steps this close to 1: moving on, not slowing down
@@ -237,15 +241,16 @@ def _continue(positions: List[Row], before: Row, picked: range, late: int, previ
     fastest = _fastest_steps(positions, positions[picked[0]], previous)
     # the chunk's own position for the moment each picked row plays, and how far it pulls
     anchors = [positions[late + k] if late + k < total else ahead.position(late + k - total + 1) for k in range(n)]
-    pulls = [ANCHOR * min(1.0, (k + 1) / ANCHOR_ROWS) for k in range(n)]
+    catch_up = [ANCHOR * min(1.0, (k + 1) / ANCHOR_ROWS) for k in range(n)]  # toward a position ahead
+    ease = [ANCHOR * (k + 1) / n for k in range(n)]  # toward one behind
     start = picked[0]
     columns = []
     for c, q, f, d, stop, column, anchor in zip(before, previous, fastest, ahead.direction, ahead.stop,
                                                  zip(*positions), zip(*anchors)):
         out = []
-        for p, w, a in zip(column[start:start + n], pulls, anchor):
+        for p, w_ahead, w_behind, a in zip(column[start:start + n], catch_up, ease, anchor):
             m = c + (p - q)
-            m = m + w * (a - m)
+            m = m + (w_ahead if (a - m) * d > 0 else w_behind) * (a - m)
             # the pull never makes a joint faster than the chunk itself ever moves it:
             # min(f, m - c), then max(-f, ·), as those builtins choose
             x = m - c

@@ -42,20 +42,36 @@ def test_a_late_absolute_chunk_continues_the_motion_instead_of_stepping_back():
     assert join.raw_first[0] == pytest.approx(8 * STEP)  # the raw row it starts from: 4 steps behind
 
 
-def test_a_seam_offset_is_mostly_corrected_within_a_few_rows():
-    # The arm is commanded one step ahead of where the late chunk puts it at this moment (it moved on
-    # an older, faster plan). The join keeps moving and pulls the offset out: after 4 rows less than
-    # a fifth of it is left, long before the next chunk takes over (about 8 rows at 0.7 s), so on a
-    # moving goal the arm does not trail by what every seam leaves behind.
-    ahead = STEP
-    last = Action([12 * STEP + ahead, 12 * STEP + ahead, 0.7], 0)
-    join = Stitcher("continue", 8, 0).join(steady(0.0), ABSOLUTE, late=12, last=last, q_obs=[0.0, 0.0],
-                                           first_of_run=False)
-    offsets = [t - (12 + k + 1) * STEP for k, t in enumerate(played(join.rows))]
-    assert all(b <= a + 1e-12 for a, b in zip([ahead, *offsets], offsets)), "the offset only shrinks"
-    assert 0.0 <= offsets[3] < 0.2 * ahead, offsets
-    targets = [12 * STEP + ahead, *played(join.rows)]
-    assert all(b > a for a, b in zip(targets, targets[1:])), "the arm keeps moving the chunk's way"
+def offsets_after_a_seam(offset: float):
+    """How far each stitched target is from the chunk's own position for its moment (÷ `offset`), when
+    the arm was commanded `offset` from where a slowing chunk puts it (the rows played are the ones
+    for the moment: late = 7 of 15, so only the pull moves the offset)."""
+    chunk, late = approach(0.8, 1.0), 7
+    here = chunk[late - 1][0] + offset
+    join = Stitcher("continue", 8, 0).join(chunk, ABSOLUTE, late=late, last=Action([here, here, 0.0], 0),
+                                           q_obs=[0.8, 0.8], first_of_run=False)
+    targets = played(join.rows)
+    assert all(b > a for a, b in zip([here, *targets], targets)), "the arm keeps moving the chunk's way"
+    return [(t - chunk[late + k][0]) / offset for k, t in enumerate(targets)]
+
+
+def test_an_arm_trailing_the_chunk_catches_up_within_a_few_rows():
+    # The arm is commanded 10 mrad short of where the chunk puts it (on a moving goal, each new chunk
+    # says "further on"): after 4 rows less than a fifth of that is left, long before the next chunk
+    # takes over (about 8 rows at 0.7 s), so the arm does not trail a moving goal by what each seam
+    # leaves behind.
+    left = offsets_after_a_seam(-0.01)
+    assert all(0.0 <= b <= a for a, b in zip([1.0, *left], left)), left
+    assert left[3] < 0.2, left
+
+
+def test_an_arm_ahead_of_a_stale_chunk_is_eased_back_not_braked():
+    # The arm went 10 mrad further than the chunk (older, faster plans): braking it onto a stale
+    # position would only slow the approach to the goal, so the offset is taken out over the window:
+    # half of it is still there after 4 rows, all but a tenth by its end.
+    left = offsets_after_a_seam(0.01)
+    assert all(0.0 <= b <= a for a, b in zip([1.0, *left], left)), left
+    assert left[3] > 0.4 and left[-1] < 0.1, left
 
 
 def test_the_same_chunk_as_it_comes_steps_the_arm_back():
