@@ -8,10 +8,10 @@ the request was asked, from the joints the arm MEASURED then), each request's la
 0.7 s ±20 % (seeded), answered in the order asked; the take-over (`take_over`, `rows_to_keep`) and the
 `continue` join of this checkout (`_stitch.Stitcher`), as `bench/sim_takeover.py` runs them. Cases:
 
-* after  — the join as it is: the pull toward the chunk's own position grows to ANCHOR over the
-  seam's first ANCHOR_ROWS rows;
+* after  — the join as it is: the pull toward the chunk's own position, where that lies ahead of the
+  arm (on a moving goal it does), grows to ANCHOR over the seam's first ANCHOR_ROWS rows;
 * before — ANCHOR_ROWS set to the window (8 rows), which is the schedule the join had before the
-  mend: the pull reached ANCHOR only on the window's last row.
+  mend: the pull reached ANCHOR only on the window's last row, ahead or behind.
 
 Prints the RMS of the measured joints from the moving goal (from 8 s on) for each, and draws joint 1's
 goal, commands and measured position over 6 s of each run, with the seams marked. The real figures
