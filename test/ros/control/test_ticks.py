@@ -391,15 +391,21 @@ def test_a_tick_wait_is_woken_by_the_policy_interrupt_flag_not_by_polling_it():
     assert flag.looks <= 4, f"looked {flag.looks} times in half a second: a poll"
 
 
-def test_a_command_periods_late_is_one_late_beat_counted_with_how_late_and_nothing_bursts():
-    # The node's threads did not run for four periods (the host or the kernel gave the cores to
-    # others): four ticks went by, the loop takes a fresh one rather than play the skipped rows at
-    # once, and that command is one late beat, four periods late. The next, on its tick, is on time.
+def run_started():
+    """A run's ticks on a hand clock, its first command gone out on a tick."""
     clock = HandClock()
     ticks = WatchedTicks(PERIOD, now=clock)
     ticks.start_run()
     assert released_by(ticks, waits(ticks)) == 1
     assert released_by(ticks, beats(ticks)) == 0
+    return clock, ticks
+
+
+def test_a_command_periods_late_is_one_late_beat_counted_with_how_late_and_nothing_bursts():
+    # The node's threads did not run for four periods (the host or the kernel gave the cores to
+    # others): four ticks went by, the loop takes a fresh one rather than play the skipped rows at
+    # once, and that command is one late beat, four periods late. The next, on its tick, is on time.
+    clock, ticks = run_started()
     for _ in range(4):
         clock.t += PERIOD
         ticks.tick()
@@ -412,11 +418,7 @@ def test_a_command_periods_late_is_one_late_beat_counted_with_how_late_and_nothi
 
 
 def test_a_timer_late_within_half_a_period_makes_no_late_beat():
-    clock = HandClock()
-    ticks = WatchedTicks(PERIOD, now=clock)
-    ticks.start_run()
-    assert released_by(ticks, waits(ticks)) == 1
-    assert released_by(ticks, beats(ticks)) == 0
+    clock, ticks = run_started()
     for interval in (1.45 * PERIOD, 0.6 * PERIOD, PERIOD):  # a late tick, the one after it, one on time
         clock.t += interval
         ticks.tick()
@@ -428,11 +430,7 @@ def test_a_timer_late_within_half_a_period_makes_no_late_beat():
 def test_the_wait_for_a_late_chunk_is_an_underrun_not_a_late_beat():
     # The client restarts the schedule (reset) after an underrun: the time since the command
     # before is the chunk's lateness, which the client counts (underrun_s), not the node's.
-    clock = HandClock()
-    ticks = WatchedTicks(PERIOD, now=clock)
-    ticks.start_run()
-    assert released_by(ticks, waits(ticks)) == 1
-    assert released_by(ticks, beats(ticks)) == 0
+    clock, ticks = run_started()
     for _ in range(5):
         clock.t += PERIOD
         ticks.tick()
@@ -447,11 +445,7 @@ def test_the_wait_for_a_late_chunk_is_an_underrun_not_a_late_beat():
 
 
 def test_each_run_counts_its_own_late_beats_from_its_first_command():
-    clock = HandClock()
-    ticks = WatchedTicks(PERIOD, now=clock)
-    ticks.start_run()
-    assert released_by(ticks, waits(ticks)) == 1
-    assert released_by(ticks, beats(ticks)) == 0
+    clock, ticks = run_started()
     clock.t += 3 * PERIOD
     ticks.tick()
     assert released_by(ticks, waits(ticks)) == 0
