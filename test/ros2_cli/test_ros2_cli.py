@@ -79,11 +79,12 @@ def test_node_list_names_every_node_once(arms):
 
 
 def _answered(ros2, command, *args: str) -> str:
-    """What a `ros2 param` command printed, sent once more if the first gets no answer in 20 s: a
-    new CLI process's request can lose its reply while DDS is still matching the process with the
-    node (seen on a loaded machine: a `ros2 param set` printed nothing in 60 s while the node
-    answered the same requests from other processes; and once on an idle one, a `param get`). Each
-    of these requests is idempotent. (An answer that is only slow, on a loaded machine, costs the
+    """What a `ros2 param` command (or a goal the node must refuse) printed, sent once more if the
+    first gets no answer in 20 s: a new CLI process's request can lose its reply while DDS is still
+    matching the process with the node (seen on a loaded machine: a `ros2 param set` printed nothing
+    in 60 s while the node answered the same requests from other processes; once on an idle one, a
+    `param get`; and once under load, a `send_goal` to a busy node). Each of these requests is
+    idempotent. (An answer that is only slow, on a loaded machine, costs the
     same: stopped and asked again.) The CLI itself gives up finding the node's parameter services
     after a fixed 5 s and says so ("Wait for service timed out"; seen in a fresh clone's first run,
     its scratch venvs building beside nine CLI processes started at once): that is no answer either."""
@@ -144,15 +145,18 @@ def test_parameters_answer_get_and_dump_and_refuse_a_set_read_only(arms):
 def test_two_arms_at_once_with_feedback_an_instruction_change_and_a_busy_goal_rejected(arms):
     ros2 = arms.ros2
     # The left goal lasts long enough for two more ros2 commands to start, find the node and be
-    # answered while it runs: on a loaded machine that took more than 10 s.
-    left = send(arms, LEFT, "pick up the red cube", 25.0)
+    # answered while it runs (on a loaded machine that took more than 10 s), and for the busy goal
+    # to be sent again once if its CLI never hears the answer (`_answered`: a loaded run's
+    # send_goal printed "Sending goal:" and then nothing for 60 s).
+    left = send(arms, LEFT, "pick up the red cube", 40.0)
     right = send(arms, RIGHT, "open the drawer", 10.0)
     assert left.wait_for(moving, 30.0), left.text[-2000:]
     change = ros2.start("service", "call", f"{LEFT}/set_instruction", "sequence_ai_ros/srv/SetInstruction",
                         "{instruction: 'put it on the plate'}")
-    busy = ros2.start("action", "send_goal", f"{LEFT}/act", ACT, goal("wave", 2.0))
+    busy_goal = ("action", "send_goal", f"{LEFT}/act", ACT, goal("wave", 2.0))
+    busy = ros2.start(*busy_goal)
     assert "accepted=True, previous='pick up the red cube'" in change.finish(60.0)
-    assert "Goal was rejected." in busy.finish(60.0)
+    assert "Goal was rejected." in _answered(ros2, busy, *busy_goal)
     why = ros2.run("topic", "echo", "--once", *LATCHED, f"{LEFT}/goal_refused", "std_msgs/msg/String")
     assert "busy" in why.stdout, why.stdout + why.stderr
 
